@@ -1,0 +1,203 @@
+"""dump.json records flattened into typed, named parameter entries.
+
+A record ``{"input_args": [...], "input_kwargs": {...}, "output": [...], "parameters": {...}}``
+becomes entries named as msprobe names them: ``input.0``, ``input.3.1`` (nested),
+``input.<kwarg>``, ``output.0``, ``parameters.weight``; a parameters_grad record
+``{"weight": [leaf]}`` becomes ``weight``. The node name is not repeated in each entry
+(``Param.full_name`` rebuilds it) so a million-record dump stays small in memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from graphboard.errors import DumpError
+
+MAX_DEPTH = 400
+
+Stat = float | int | str | bool | None
+
+
+class Role(StrEnum):
+    INPUT = "input"
+    OUTPUT = "output"
+    PARAMETERS = "parameters"
+    PARAMETERS_GRAD = "parameters_grad"
+
+
+# record key -> (role, name prefix), in the order msprobe visits them
+_SECTIONS = (
+    ("input_args", Role.INPUT, "input"),
+    ("input_kwargs", Role.INPUT, "input"),
+    ("input", Role.INPUT, "input"),
+    ("output", Role.OUTPUT, "output"),
+    ("parameters", Role.PARAMETERS, "parameters"),
+)
+_KNOWN_FIELDS = frozenset(
+    {"type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "md5", "data_name", "value"}
+)
+_PEER_SUFFIXES = ("src", "dst", "group_src", "group_dst")
+_shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+
+
+@dataclass(slots=True)
+class Param:
+    key: str  # name under the node: "input.0", "output.0", "parameters.weight", "weight" (grads)
+    role: Role
+    type: str | None = None  # leaf "type"; None for a masked (null) leaf
+    dtype: str | None = None
+    shape: tuple[Any, ...] | None = None
+    max: Stat = None
+    min: Stat = None
+    mean: Stat = None
+    norm: Stat = None
+    requires_grad: bool | None = None
+    md5: str | None = None
+    data_name: str | None = None
+    value: Any = None  # the value of a non-tensor leaf
+    extra: dict[str, Any] | None = None  # other leaf fields: group_ranks, group_id, op, peer ...
+    is_tensor: bool = False
+
+    def full_name(self, node_name: str) -> str:
+        return f"{node_name}.{self.key}"
+
+    @property
+    def is_null(self) -> bool:
+        return self.type is None and self.value is None and self.max is None and not self.extra
+
+
+def is_parameters_grad(name: str) -> bool:
+    segments = name.rsplit(".", 2)
+    return segments[-1] == "parameters_grad" or (len(segments) > 1 and segments[-2] == "parameters_grad")
+
+
+def _tensor_stat(value: Any) -> Stat:
+    if value is None or isinstance(value, bool | str):
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, int | float):
+        return float(value)
+    return str(value)
+
+
+def _shape(value: Any) -> tuple[Any, ...] | None:
+    if value is None:
+        return None
+    key = tuple(value) if isinstance(value, list) else (value,)
+    return _shapes.setdefault(key, key)
+
+
+def _scalar_dtype(value: Any) -> str:
+    return f"<class '{type(value).__name__}'>"
+
+
+def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
+    kind = leaf.get("type", leaf.get("class_type"))
+    extra = {name: value for name, value in leaf.items() if name not in _KNOWN_FIELDS} or None
+    param = Param(
+        sys.intern(key),
+        role,
+        type=sys.intern(kind) if isinstance(kind, str) else None,
+        requires_grad=leaf.get("requires_grad"),
+        md5=leaf.get("md5"),
+        data_name=leaf.get("data_name"),
+        extra=extra,
+    )
+    if "dtype" in leaf or "shape" in leaf:  # a tensor
+        param.is_tensor = True
+        dtype = leaf.get("dtype")
+        param.dtype = sys.intern(dtype) if isinstance(dtype, str) else dtype
+        param.shape = _shape(leaf.get("shape"))
+        param.max = _tensor_stat(leaf.get("Max"))
+        param.min = _tensor_stat(leaf.get("Min"))
+        param.mean = _tensor_stat(leaf.get("Mean"))
+        param.norm = _tensor_stat(leaf.get("Norm"))
+        return param
+    value = leaf.get("value")
+    param.value = value
+    last = key.rsplit(".", 1)[-1]
+    stat: Stat
+    if extra and "group_ranks" in extra:  # a process group
+        stat = str(extra["group_ranks"])
+        param.shape, param.md5 = (), stat
+    elif last in _PEER_SUFFIXES:
+        stat = str(value)
+        param.dtype, param.shape, param.md5 = param.type, (), stat
+    elif kind == "torch.Size":
+        param.dtype, param.shape, stat = kind, _shape(value), None
+    elif kind == "slice":
+        param.dtype, param.shape, stat = kind, (len(value) if isinstance(value, list) else 0,), None
+    elif kind == "ellipsis":
+        param.shape, stat = (), value
+    else:
+        param.dtype, param.shape = _scalar_dtype(value), ()
+        stat = value if isinstance(value, int | float | str | bool) or value is None else str(value)
+    param.max = param.min = param.mean = param.norm = stat
+    return param
+
+
+def _flatten(value: Any, key: str, role: Role, out: list[Param], depth: int, grad: bool, path: Path, node: str) -> None:
+    if depth > MAX_DEPTH:
+        raise DumpError(path, f"nesting deeper than {MAX_DEPTH} levels", record=node)
+    if value is None:
+        out.append(Param(sys.intern(key), role))
+    elif isinstance(value, dict):
+        if isinstance(value.get("type"), str) or isinstance(value.get("class_type"), str):
+            out.append(_leaf(key, role, value))
+        else:
+            for name, item in value.items():
+                _flatten(item, f"{key}.{name}", role, out, depth + 1, grad, path, node)
+    elif isinstance(value, list | tuple):
+        if grad and len(value) == 1:  # msprobe appends no index inside parameters_grad
+            _flatten(value[0], key, role, out, depth + 1, grad, path, node)
+        else:
+            for index, item in enumerate(value):
+                _flatten(item, f"{key}.{index}", role, out, depth + 1, grad, path, node)
+    else:  # a bare scalar where msprobe would write {"type": ..., "value": ...}
+        out.append(_leaf(key, role, {"type": type(value).__name__, "value": value}))
+
+
+def parse_record(name: str, record: Any, path: Path) -> list[Param]:
+    """Flatten one dump.json record; input entries first, then output, then parameters."""
+    if not isinstance(record, dict):
+        raise DumpError(
+            path,
+            f"record is a JSON {type(record).__name__}",
+            record=name,
+            expected="an object with input_args / input_kwargs / output / parameters",
+        )
+    params: list[Param] = []
+    if is_parameters_grad(name):
+        for grad_name, value in record.items():
+            _flatten(value, grad_name, Role.PARAMETERS_GRAD, params, 1, True, path, name)
+        return params
+    for section, role, prefix in _SECTIONS:
+        value = record.get(section)
+        if value is None:
+            continue
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                _flatten(item, f"{prefix}.{index}", role, params, 1, False, path, name)
+        elif isinstance(value, dict):
+            for item_name, item in value.items():
+                _flatten(item, f"{prefix}.{item_name}", role, params, 1, False, path, name)
+        else:
+            raise DumpError(path, f'"{section}" is a JSON {type(value).__name__}', record=name, expected="a list or an object")
+    return params
+
+
+def batch_p2p_ops(record: Any) -> list[dict[str, Any]]:
+    """The {op, peer, group_id} of each op of a batch_isend_irecv record, in order."""
+    if not isinstance(record, dict):
+        return []
+    output = record.get("output")
+    if not (isinstance(output, list) and output and isinstance(output[0], list)):
+        return []
+    return [
+        {"op": item.get("op"), "peer": item.get("peer"), "group_id": item.get("group_id")}
+        for item in output[0]
+        if isinstance(item, dict)
+    ]
