@@ -33,11 +33,21 @@ def read_construct(path: Path) -> Construct:
     for child, value in raw.items():
         if megatron and isinstance(value, list):
             if len(value) != 2 or not isinstance(value[1], int):
-                raise DumpError(path, f"value {value!r}", record=child, expected="[parent name or null, micro step]")
+                raise DumpError(
+                    path,
+                    f"value {value!r}",
+                    record=child,
+                    expected="[parent name or null, micro step]",
+                )
             value, micro = value
             micro_steps[child] = micro  # type: ignore[index]
         if value is not None and not isinstance(value, str):
-            raise DumpError(path, f"parent is a JSON {type(value).__name__}", record=child, expected="a node name or null")
+            raise DumpError(
+                path,
+                f"parent is a JSON {type(value).__name__}",
+                record=child,
+                expected="a node name or null",
+            )
         parents[child] = value
     if megatron:
         if count is not None and (not isinstance(count, int) or isinstance(count, bool)):

@@ -27,7 +27,9 @@ _DECODER = json.JSONDecoder()
 
 def _decode_error(path: Path, error: json.JSONDecodeError, what: str) -> DumpError:
     if error.pos >= len(error.doc.rstrip()):
-        problem = f"{what} ends early at line {error.lineno}, column {error.colno} (truncated file?)"
+        problem = (
+            f"{what} ends early at line {error.lineno}, column {error.colno} (truncated file?)"
+        )
     else:
         problem = f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
     return DumpError(path, problem)
@@ -68,7 +70,9 @@ def load_json_object(path: Path, what: str) -> dict[str, Any]:
     """Load a JSON file whose top level must be an object."""
     value = parse_json_bytes(read_text(path), path, "object")
     if not isinstance(value, dict):
-        raise DumpError(path, f"top level is a JSON {type(value).__name__}", expected=f"{what} as a JSON object")
+        raise DumpError(
+            path, f"top level is a JSON {type(value).__name__}", expected=f"{what} as a JSON object"
+        )
     return value
 
 
@@ -117,7 +121,10 @@ class _TextStream:
     def fail(self, pos: int, problem: str) -> DumpError:
         line, column = self.location(pos)
         if self.eof and pos >= len(self.buf.rstrip()):
-            return DumpError(self._path, f"dump.json ends early at line {line}, column {column} (truncated file?)")
+            return DumpError(
+                self._path,
+                f"dump.json ends early at line {line}, column {column} (truncated file?)",
+            )
         return DumpError(self._path, f"invalid JSON at line {line}, column {column}: {problem}")
 
     def skip_ws(self) -> None:
@@ -144,7 +151,9 @@ class _TextStream:
             try:
                 value, end = _DECODER.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as error:
-                needs_more = error.pos >= len(self.buf) - 8 or error.msg.startswith("Unterminated string")
+                needs_more = error.pos >= len(self.buf) - 8 or error.msg.startswith(
+                    "Unterminated string"
+                )
                 if needs_more and not self.eof:
                     self.fill()
                     continue
@@ -179,13 +188,20 @@ class DumpFile:
         data = document.get("data")
         self.header = {key: value for key, value in document.items() if key != "data"}
         self._check_data(data)
+        assert isinstance(data, dict)
         yield from data.items()
 
     def _check_data(self, data: Any) -> None:
         if data is None:
-            raise DumpError(self.path, "no \"data\" key", expected='{"task": ..., "data": {node name: record}}')
+            raise DumpError(
+                self.path, 'no "data" key', expected='{"task": ..., "data": {node name: record}}'
+            )
         if not isinstance(data, dict):
-            raise DumpError(self.path, f'"data" is a JSON {type(data).__name__}', expected="an object of records")
+            raise DumpError(
+                self.path,
+                f'"data" is a JSON {type(data).__name__}',
+                expected="an object of records",
+            )
         self.has_data = True
 
     def _streamed(self) -> Iterator[tuple[str, Any]]:

@@ -64,7 +64,11 @@ def _entries(path: Path) -> list[os.DirEntry[str]]:
     if not path.exists():
         raise LayoutError(path, "no such file or folder")
     if not path.is_dir():
-        raise LayoutError(path, "is a file", expected="a dump folder (rank folder, rankN folders or stepN folders)")
+        raise LayoutError(
+            path,
+            "is a file",
+            expected="a dump folder (rank folder, rankN folders or stepN folders)",
+        )
     try:
         with os.scandir(path) as scan:
             return sorted(scan, key=lambda entry: entry.name)
@@ -110,7 +114,9 @@ def _rank_dirs(step_path: Path, step: int, warnings: list[str]) -> list[RankDir]
         rank = _number_from_name(entry.name, _RANK) if entry.is_dir() else None
         if rank is not None:
             if rank in ranks:
-                raise LayoutError(step_path, f"both {ranks[rank].name} and {entry.name} claim rank {rank}")
+                raise LayoutError(
+                    step_path, f"both {ranks[rank].name} and {entry.name} claim rank {rank}"
+                )
             ranks[rank] = Path(entry.path)
         elif entry.is_dir() and _PROC.match(entry.name):
             procs.append(Path(entry.path))
@@ -176,7 +182,9 @@ def discover(path: str | Path) -> DumpLayout:
             ranks.extend(_rank_dirs(step_path, number, warnings))
         return DumpLayout(root, LayoutKind.STEPS, ranks, warnings)
     step = _number_from_name(root.resolve().name, _STEP) or 0
-    has_ranks = any(entry.is_dir() and (_RANK.match(entry.name) or _PROC.match(entry.name)) for entry in entries)
+    has_ranks = any(
+        entry.is_dir() and (_RANK.match(entry.name) or _PROC.match(entry.name)) for entry in entries
+    )
     if not has_ranks:
         raise _unrecognised(root, entries)
     return DumpLayout(root, LayoutKind.RANKS, _rank_dirs(root, step, warnings), warnings)

@@ -38,7 +38,19 @@ _SECTIONS = (
     ("parameters", Role.PARAMETERS, "parameters"),
 )
 _KNOWN_FIELDS = frozenset(
-    {"type", "dtype", "shape", "Max", "Min", "Mean", "Norm", "requires_grad", "md5", "data_name", "value"}
+    {
+        "type",
+        "dtype",
+        "shape",
+        "Max",
+        "Min",
+        "Mean",
+        "Norm",
+        "requires_grad",
+        "md5",
+        "data_name",
+        "value",
+    }
 )
 _PEER_SUFFIXES = ("src", "dst", "group_src", "group_dst")
 _shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
@@ -72,12 +84,14 @@ class Param:
 
 def is_parameters_grad(name: str) -> bool:
     segments = name.rsplit(".", 2)
-    return segments[-1] == "parameters_grad" or (len(segments) > 1 and segments[-2] == "parameters_grad")
+    return segments[-1] == "parameters_grad" or (
+        len(segments) > 1 and segments[-2] == "parameters_grad"
+    )
 
 
 def _tensor_stat(value: Any) -> Stat:
     if value is None or isinstance(value, bool | str):
-        return value  # type: ignore[no-any-return]
+        return value
     if isinstance(value, int | float):
         return float(value)
     return str(value)
@@ -139,7 +153,16 @@ def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
     return param
 
 
-def _flatten(value: Any, key: str, role: Role, out: list[Param], depth: int, grad: bool, path: Path, node: str) -> None:
+def _flatten(
+    value: Any,
+    key: str,
+    role: Role,
+    out: list[Param],
+    depth: int,
+    grad: bool,
+    path: Path,
+    node: str,
+) -> None:
     if depth > MAX_DEPTH:
         raise DumpError(path, f"nesting deeper than {MAX_DEPTH} levels", record=node)
     if value is None:
@@ -185,7 +208,12 @@ def parse_record(name: str, record: Any, path: Path) -> list[Param]:
             for item_name, item in value.items():
                 _flatten(item, f"{prefix}.{item_name}", role, params, 1, False, path, name)
         else:
-            raise DumpError(path, f'"{section}" is a JSON {type(value).__name__}', record=name, expected="a list or an object")
+            raise DumpError(
+                path,
+                f'"{section}" is a JSON {type(value).__name__}',
+                record=name,
+                expected="a list or an object",
+            )
     return params
 
 

@@ -42,5 +42,7 @@ def read_stacks(path: Path, warnings: list[str]) -> dict[str, Stack]:
                 continue
             stacks[name] = frames
     if skipped:
-        warnings.append(f"{path}: {skipped} malformed stack entr{'y' if skipped == 1 else 'ies'} skipped")
+        warnings.append(
+            f"{path}: {skipped} malformed stack entr{'y' if skipped == 1 else 'ies'} skipped"
+        )
     return stacks

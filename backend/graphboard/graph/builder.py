@@ -32,7 +32,9 @@ from graphboard.graph.model import (
 )
 from graphboard.graph.recompute import reparent_recomputed
 
-NO_FORWARD_STACK = ("This backward node cannot find the forward node and cannot retrieve stack information.",)
+NO_FORWARD_STACK = (
+    "This backward node cannot find the forward node and cannot retrieve stack information.",
+)
 _GRAD = re.compile(r"\.parameters_grad(\.\d+)?$")
 
 
@@ -57,7 +59,11 @@ class _Records:
         self.framework = header.get("framework") or "pytorch"
         self.dump_data_dir = header.get("dump_data_dir")
         if not isinstance(self.task, str) or not self.task:
-            raise DumpError(path, 'no "task" in the header', expected='"task": "statistics", "tensor", "structure"...')
+            raise DumpError(
+                path,
+                'no "task" in the header',
+                expected='"task": "statistics", "tensor", "structure"...',
+            )
 
 
 def _repair_parent(child: str, parent: str | None, parents: dict[str, str | None]) -> str | None:
@@ -74,7 +80,12 @@ def _repair_parent(child: str, parent: str | None, parents: dict[str, str | None
         return parent
     child_prefix = names.strip_segments(child, 4)
     parent_prefix = names.strip_segments(parent, 3)
-    if child_prefix is None or parent_prefix is None or child.count(".") < 4 or parent.count(".") < 3:
+    if (
+        child_prefix is None
+        or parent_prefix is None
+        or child.count(".") < 4
+        or parent.count(".") < 3
+    ):
         return parent
     if child_prefix == parent_prefix:
         return parent
@@ -89,7 +100,9 @@ def _repair_parent(child: str, parent: str | None, parents: dict[str, str | None
 
 
 class _Builder:
-    def __init__(self, construct: Construct, records: _Records, stacks: dict[str, Stack], side: str) -> None:
+    def __init__(
+        self, construct: Construct, records: _Records, stacks: dict[str, Stack], side: str
+    ) -> None:
         self.construct = construct
         self.records = records
         self.stacks = stacks
@@ -136,7 +149,9 @@ class _Builder:
             while end < len(children) and children[end].type is NodeType.API:
                 end += 1
             if end - start >= 2:
-                collection = Node(f"{API_COLLECTION_PREFIX}.{index}", NodeType.API_COLLECTION, parent=self.root)
+                collection = Node(
+                    f"{API_COLLECTION_PREFIX}.{index}", NodeType.API_COLLECTION, parent=self.root
+                )
                 index += 1
                 collection.micro_step = children[start].micro_step
                 collection.children = children[start:end]
@@ -196,7 +211,11 @@ class _Builder:
             # Climb to the top of this detached chain (or to a node of a cycle).
             top = node
             seen = {id(top)}
-            while top.parent is not None and id(top.parent) not in seen and id(top.parent) not in reachable:
+            while (
+                top.parent is not None
+                and id(top.parent) not in seen
+                and id(top.parent) not in reachable
+            ):
                 top = top.parent
                 seen.add(id(top))
             if top.parent is not None and id(top.parent) not in reachable:
@@ -242,7 +261,7 @@ def assemble_graph(
         rank=rank_dir.rank,
         root=builder.root,
         nodes=builder.nodes,
-        task=records.task,
+        task=str(records.task),
         level=records.level,
         framework=records.framework,
         dump_dir=str(rank_dir.path),

@@ -52,7 +52,9 @@ class Node:
     match: Node | None = None
     precision: float | None = None
     overflow: str | None = None
-    comparison: Any = None  # graphboard.compare.engine.NodeComparison for matched target nodes
+    comparison: Any = None  # graphboard.compare.result.NodeComparison, matched target nodes
+    rollup: Any = None  # graphboard.compare.rollup.Rollup: what its subtree holds
+    distributed: Any = None  # msprobe's matched_distributed annotation, once linked
     order: int = -1  # post-order index, as msprobe's node_order
 
     def attach(self, parent: Node) -> bool:

@@ -29,7 +29,9 @@ def is_recompute_stack(frames: tuple[str, ...] | None) -> bool:
     for index, (path, function) in enumerate(parsed):
         if function == "recompute_fn" and path.endswith(_CHECKPOINT_FILE):
             return True
-        if function == "backward" or (function == "checkpoint_function_backward" and "megatron" in path):
+        if function == "backward" or (
+            function == "checkpoint_function_backward" and "megatron" in path
+        ):
             following = parsed[index + 1 : index + 3]
             if any(_AUTOGRAD_FUNCTION_FILE in later_path for later_path, _ in following):
                 return True

@@ -1,0 +1,173 @@
+"""Command lines: ``graph_build`` (msprobe graph_visualize compatible) and ``graphboard``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from graphboard import __version__
+from graphboard.errors import GraphboardError
+from graphboard.progress import ProgressBar, ProgressCallback, silent
+
+
+def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-tp", "--target_path", required=True, help="target dump (the -tp side, shown as NPU)"
+    )
+    parser.add_argument(
+        "-gp", "--golden_path", help="golden dump (the -gp side, shown as Bench); turns on compare"
+    )
+    parser.add_argument(
+        "-o", "--output_path", required=True, help="folder for the .vis.db (created if missing)"
+    )
+    parser.add_argument(
+        "-lm",
+        "--layer_mapping",
+        nargs="?",
+        const=True,
+        default=None,
+        help="match renamed modules: a YAML {Class: {target attr: golden attr}}, or no value for class-agnostic paths",
+    )
+    parser.add_argument(
+        "-oc", "--overflow_check", action="store_true", help="mark inf/nan overflow levels"
+    )
+    parser.add_argument(
+        "-fm",
+        "--fuzzy_match",
+        action="store_true",
+        help="match modules by name, their APIs by call order",
+    )
+    parser.add_argument(
+        "-tensor_log",
+        "--is_print_compare_log",
+        action="store_true",
+        help="accepted for msprobe compatibility",
+    )
+    parser.add_argument(
+        "-progress_log",
+        "--is_print_progress_log",
+        action="store_true",
+        help='print PROGRESS: {"current_progress": n, ...} lines on stdout, as msprobe does',
+    )
+    parser.add_argument(
+        "--rank_size", nargs="+", type=int, help="parallel merge (not supported yet)"
+    )
+    parser.add_argument("--tp", nargs="+", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--pp", nargs="+", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--vpp", nargs="+", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--order", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--file_type", choices=("db", "json"), default="db", help="output type (only db)"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--workers", type=int, help="processes for multi-rank work (default: one per core)"
+    )
+    parser.add_argument(
+        "--name", help="output file name (default build_/compare_<timestamp>.vis.db)"
+    )
+
+
+def _progress_log(fraction: float, _message: str) -> None:
+    line = {
+        "current_progress": int(fraction * 100),
+        "process_running": fraction < 1.0,
+        "error_msg": [],
+    }
+    print(f"PROGRESS: {json.dumps(line)}", flush=True)
+
+
+def _run_build(args: argparse.Namespace) -> int:
+    from graphboard.pipeline import BuildOptions, run_build
+
+    if args.rank_size or args.tp or args.pp or args.vpp or args.order:
+        raise GraphboardError(
+            "parallel merge (--rank_size/--tp/--pp/--vpp/--order) is not supported by graphboard yet"
+        )
+    if args.file_type == "json":
+        raise GraphboardError(
+            "--file_type json is only for merged builds, which graphboard does not support yet; use db"
+        )
+    layer_mapping: Path | bool | None = None
+    if args.layer_mapping is True:
+        layer_mapping = True
+    elif args.layer_mapping:
+        layer_mapping = Path(args.layer_mapping)
+    if layer_mapping is not None and not args.golden_path:
+        raise GraphboardError("-lm needs a golden dump (-gp)")
+    if args.fuzzy_match and not args.golden_path:
+        raise GraphboardError("-fm needs a golden dump (-gp)")
+    options = BuildOptions(
+        target=Path(args.target_path),
+        golden=Path(args.golden_path) if args.golden_path else None,
+        output_dir=Path(args.output_path),
+        overflow_check=args.overflow_check,
+        fuzzy_match=args.fuzzy_match,
+        layer_mapping=layer_mapping,
+        workers=args.workers,
+        output_name=args.name,
+        command=sys.argv,
+    )
+    progress: ProgressCallback
+    if args.is_print_progress_log:
+        progress = _progress_log
+    elif args.quiet:
+        progress = silent
+    else:
+        progress = ProgressBar()
+    result = run_build(options, progress)
+    if not args.quiet:
+        for warning in result.warnings:
+            print(f"graph_build: warning: {warning}", file=sys.stderr)
+        summary = (
+            f"{result.graph_type} of {len(result.steps)} step(s) x {len(result.ranks)} rank(s)"
+        )
+        if result.mode is not None:
+            summary += f", {result.mode.name.lower()} mode"
+        print(
+            f"graph_build: wrote {result.path} ({summary}, {result.seconds:.2f}s)", file=sys.stderr
+        )
+    print(result.path)
+    return 0
+
+
+def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    try:
+        return run(args)
+    except GraphboardError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+
+
+def graph_build_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="graph_build",
+        description="Build a .vis.db from one msprobe dump, or compare a target dump with a golden one.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"graphboard {__version__}")
+    _add_build_arguments(parser)
+    return _guarded("graph_build", _run_build, parser.parse_args(argv))
+
+
+def graphboard_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="graphboard", description="graphboard: compare runs layer by layer."
+    )
+    parser.add_argument("--version", action="version", version=f"graphboard {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="same as graph_build", allow_abbrev=False)
+    _add_build_arguments(build)
+    build.set_defaults(run=_run_build)
+    args = parser.parse_args(argv)
+    return _guarded("graphboard", args.run, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(graph_build_main())

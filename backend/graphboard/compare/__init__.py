@@ -1,0 +1,1 @@
+"""Pairing target and golden nodes, scoring each pair, and colouring the graph."""

@@ -1,0 +1,119 @@
+"""Score matched node pairs: parameters paired by name, metrics per data mode, then the rules.
+
+One engine serves the builder and the server's manual matching, so a pair scores the same
+whichever way it was paired.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from graphboard.compare import metrics
+from graphboard.compare.result import DataMode, Level, NodeComparison, ParamRow
+from graphboard.compare.rules import apply_rules
+from graphboard.dump.records import Param, Role
+from graphboard.graph.model import Graph, Node, NodeType
+
+_ROLE_ORDER = {Role.INPUT: 0, Role.PARAMETERS: 1, Role.PARAMETERS_GRAD: 2, Role.OUTPUT: 3}
+
+
+def pair_params(target: list[Param], golden: list[Param]) -> list[ParamRow]:
+    """Rows in target order; names pair first, leftovers of a role pair by position."""
+    golden_by_key = {param.key: param for param in golden}
+    rows: list[ParamRow] = []
+    leftover_target: dict[Role, list[ParamRow]] = defaultdict(list)
+    used: set[str] = set()
+    for param in target:
+        twin = golden_by_key.get(param.key)
+        if twin is not None and twin.key not in used and twin.role is param.role:
+            used.add(twin.key)
+            rows.append(ParamRow(param, twin))
+        else:
+            row = ParamRow(param, None)
+            rows.append(row)
+            leftover_target[param.role].append(row)
+    extras: list[ParamRow] = []
+    leftover_golden: dict[Role, list[Param]] = defaultdict(list)
+    for param in golden:
+        if param.key not in used:
+            leftover_golden[param.role].append(param)
+    for role, params in leftover_golden.items():
+        waiting = leftover_target.get(role, [])
+        for position, param in enumerate(params):
+            if position < len(waiting):
+                waiting[position].bench = param
+                waiting[position].paired_by = "position"
+            else:
+                extras.append(ParamRow(None, param))
+    if extras:
+        rows.extend(extras)
+        rows.sort(key=lambda row: _ROLE_ORDER[(row.npu or row.bench).role])  # type: ignore[union-attr]
+    return rows
+
+
+def compare_pair(
+    target: Node,
+    golden: Node,
+    mode: DataMode,
+    target_tensor_dir: str = "",
+    golden_tensor_dir: str = "",
+) -> NodeComparison | None:
+    """Score one pair; None when there is nothing to score (no record, structure mode)."""
+    if mode is DataMode.STRUCTURE or target.params is None:
+        return None
+    rows = pair_params(target.params, golden.params or [])
+    if not rows:
+        return NodeComparison(rows, None)
+    checksums: list[tuple[str | None, str | None]] | None = None
+    if mode is DataMode.SUMMARY:
+        for row in rows:
+            row.metrics = metrics.summary_metrics(row.npu, row.bench)
+    elif mode is DataMode.MD5:
+        checksums = [(metrics.md5_of(row.npu), metrics.md5_of(row.bench)) for row in rows]
+    elif mode is DataMode.TENSOR:
+        for row in rows:
+            npu_array, npu_problem = metrics.load_param_tensor(row.npu, target_tensor_dir)
+            bench_array, bench_problem = metrics.load_param_tensor(row.bench, golden_tensor_dir)
+            row.metrics, messages = metrics.tensor_metrics(npu_array, bench_array)
+            row.messages.extend(
+                message for message in (npu_problem, bench_problem, *messages) if message
+            )
+    level = apply_rules(target.name, rows, mode, checksums)
+    comparison = NodeComparison(rows, level)
+    comparison.extra_npu = [
+        row.npu.key for row in rows if row.bench is None and row.npu is not None
+    ]
+    comparison.extra_bench = [
+        row.bench.key for row in rows if row.npu is None and row.bench is not None
+    ]
+    return comparison
+
+
+def compare_graphs(target: Graph, golden: Graph, mode: DataMode) -> None:
+    """Score every matched target node; API collections take their worst child's index."""
+    collections: list[Node] = []
+    for node in target.nodes.values():
+        if node.match is None:
+            continue
+        if node.type is NodeType.API_COLLECTION:
+            collections.append(node)
+            continue
+        comparison = compare_pair(node, node.match, mode, target.tensor_dir, golden.tensor_dir)
+        node.comparison = comparison
+        node.precision = comparison.precision_index if comparison is not None else None
+    if mode is DataMode.STRUCTURE:
+        return
+    for collection in collections:
+        collection.precision = max(
+            (child.precision or 0 for child in collection.children), default=0
+        )
+
+
+def level_of_precision(precision: float | None) -> Level | None:
+    if precision is None:
+        return None
+    if precision >= 0.6:
+        return Level.ERROR
+    if precision >= 0.3:
+        return Level.WARNING
+    return Level.PASS

@@ -1,0 +1,187 @@
+"""Per-parameter pass / warning / error rules and the node's level (reference-builder.md §3.5).
+
+Every row starts at pass; each rule can only raise a row's level. The node's level is the
+worst row's. The rules that compare outputs with inputs find where an error *starts*.
+"""
+
+from __future__ import annotations
+
+import math
+
+from graphboard.compare.metrics import is_number
+from graphboard.compare.result import DataMode, Level, ParamRow
+from graphboard.dump.records import Stat
+
+IGNORE_ALL = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "numpy",
+        "to",
+        "__setitem__",
+        "empty_with_format",
+        "new_empty_strided",
+        "new_empty",
+        "empty_strided",
+    }
+)
+IGNORE_INPUTS = frozenset(
+    {"_reduce_scatter_base", "_all_gather_base", "all_to_all_single", "batch_isend_irecv"}
+)
+
+MSG_INF_NAN = "error: the target holds inf or nan where the golden is finite"
+MSG_NORM_JUMP = (
+    "error: the output's norm differs by more than 50% while the inputs agree within 10%"
+)
+MSG_REQUIRES_GRAD = "error: requires_grad differs"
+MSG_SCALAR = "error: scalar arguments differ"
+MSG_DTYPE = "error: dtypes differ"
+MSG_SHAPE = "error: shapes differ"
+MSG_NORM_WARN = "warning: the output's norm relative error is more than 10 times the inputs'"
+MSG_ONE_THOUSANDTH = (
+    "error: under 10% of output elements within 1/1000 while over 90% of input elements are"
+)
+MSG_COSINE_WARN = "warning: output cosine similarity dropped by more than 0.1 from the inputs'"
+MSG_MD5 = "error: checksums differ"
+MSG_MD5_MISSING = "warning: parameter has no checksum on one side"
+MSG_ONLY_TARGET = "warning: parameter only in the target"
+MSG_ONLY_GOLDEN = "warning: parameter only in the golden"
+
+
+def _bad_float(value: Stat) -> bool:
+    return is_number(value) and not math.isfinite(float(value))  # type: ignore[arg-type]
+
+
+def _fraction(row: ParamRow, name: str) -> float | None:
+    value = row.metrics.get(name)
+    if isinstance(value, float) and not math.isnan(value):
+        return value
+    return None
+
+
+def _max_fraction(rows: list[ParamRow], name: str) -> float:
+    values = [abs(value) for row in rows if (value := _fraction(row, name)) is not None]
+    return max(values) if values else 0.0
+
+
+def _min_value(rows: list[ParamRow], name: str) -> float:
+    values = [value for row in rows if (value := _fraction(row, name)) is not None]
+    return min(values) if values else 1.0
+
+
+def _check_inf_nan(rows: list[ParamRow]) -> None:
+    for row in rows:
+        npu, bench = row.npu, row.bench
+        if npu is None or bench is None:
+            continue
+        if _bad_float(bench.max) or _bad_float(bench.min):
+            continue
+        if _bad_float(npu.max) or _bad_float(npu.min):
+            row.raise_to(Level.ERROR, MSG_INF_NAN)
+
+
+def _check_common(rows: list[ParamRow], inputs: list[ParamRow]) -> None:
+    """Requires_grad, scalar arguments, dtype and shape."""
+    input_ids = {id(row) for row in inputs}
+    for row in rows:
+        npu, bench = row.npu, row.bench
+        if npu is None or bench is None:
+            continue
+        if (
+            npu.requires_grad is not None
+            and bench.requires_grad is not None
+            and npu.requires_grad != bench.requires_grad
+        ):
+            row.requires_grad_consistent = False
+            row.raise_to(Level.ERROR, MSG_REQUIRES_GRAD)
+        npu_dtype, bench_dtype = npu.dtype or "", bench.dtype or ""
+        if (
+            id(row) in input_ids
+            and "class" in npu_dtype
+            and "class" in bench_dtype
+            and npu.shape == ()
+            and npu.max != bench.max
+        ):
+            row.raise_to(Level.ERROR, MSG_SCALAR)
+        if npu.dtype != bench.dtype and not any(tag in bench.key for tag in ("qkv", "gate_up")):
+            row.raise_to(Level.ERROR, MSG_DTYPE)
+        if npu.shape != bench.shape:
+            row.raise_to(Level.ERROR, MSG_SHAPE)
+
+
+def _check_statistics(inputs: list[ParamRow], outputs: list[ParamRow], skip_inputs: bool) -> None:
+    if skip_inputs or not outputs:
+        return
+    in_max = _max_fraction(inputs, "NormRelativeErr")
+    if in_max < 0.1:
+        for row in outputs:
+            value = _fraction(row, "NormRelativeErr")
+            if value is not None and abs(value) > 0.5:
+                row.raise_to(Level.ERROR, MSG_NORM_JUMP)
+    out_max = _max_fraction(outputs, "NormRelativeErr")
+    if (in_max == 0 and out_max > 0.1) or (in_max != 0 and out_max / in_max > 10):
+        outputs[0].raise_to(Level.WARNING, MSG_NORM_WARN)
+
+
+def _check_tensors(inputs: list[ParamRow], outputs: list[ParamRow], skip_inputs: bool) -> None:
+    if skip_inputs or not outputs:
+        return
+    if (
+        _min_value(inputs, "One Thousandth Err Ratio") > 0.9
+        and _min_value(outputs, "One Thousandth Err Ratio") < 0.1
+    ):
+        outputs[0].raise_to(Level.ERROR, MSG_ONE_THOUSANDTH)
+    cosine_in = _min_value(inputs, "Cosine")
+    if cosine_in > 0.9 and cosine_in - _min_value(outputs, "Cosine") > 0.1:
+        outputs[0].raise_to(Level.WARNING, MSG_COSINE_WARN)
+
+
+def _check_md5(rows: list[ParamRow], checksums: list[tuple[str | None, str | None]]) -> None:
+    for row, (npu, bench) in zip(rows, checksums, strict=True):
+        if npu == bench:
+            continue
+        if not npu or not bench or "N/A" in (npu, bench) or "Nan" in (npu, bench):
+            row.raise_to(Level.WARNING, MSG_MD5_MISSING)
+        else:
+            row.raise_to(Level.ERROR, MSG_MD5)
+
+
+def api_name(node_name: str) -> str:
+    parts = node_name.split(".", 2)
+    return parts[1] if len(parts) > 1 else ""
+
+
+def apply_rules(
+    node_name: str,
+    rows: list[ParamRow],
+    mode: DataMode,
+    checksums: list[tuple[str | None, str | None]] | None = None,
+) -> Level | None:
+    """Score the rows in place and return the node's level (None without rows)."""
+    if not rows:
+        return None
+    name = api_name(node_name)
+    if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
+        return Level.PASS
+    skip_inputs = name in IGNORE_INPUTS
+    outputs = [row for row in rows if row.is_output]
+    inputs = [row for row in rows if not row.is_output]
+    checked = outputs if skip_inputs else rows
+    for row in checked:
+        if row.npu is None:
+            row.raise_to(Level.WARNING, MSG_ONLY_GOLDEN)
+        elif row.bench is None:
+            row.raise_to(Level.WARNING, MSG_ONLY_TARGET)
+    if mode is DataMode.MD5:
+        assert checksums is not None
+        index = {id(row): position for position, row in enumerate(rows)}
+        _check_md5(checked, [checksums[index[id(row)]] for row in checked])
+    elif mode is DataMode.SUMMARY:
+        _check_inf_nan(checked)
+        _check_statistics(inputs, outputs, skip_inputs)
+        _check_common(checked, inputs)
+    elif mode is DataMode.TENSOR:
+        _check_inf_nan(checked)
+        _check_tensors(inputs, outputs, skip_inputs)
+        _check_common(checked, inputs)
+    return max(row.level for row in rows)

@@ -1,0 +1,395 @@
+"""Orchestrate a build or compare: sides x steps x ranks -> one complete .vis.db, or none.
+
+Each (step, rank) task is built, matched, scored and written by one worker into a part file
+of its own; the parent merges the parts, links communication ops across ranks, indexes, and
+renames the finished file into place. A failure anywhere removes every temporary file.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from graphboard import __version__
+from graphboard.compare.colors import node_colors, tool_tips
+from graphboard.compare.engine import compare_graphs
+from graphboard.compare.layer_mapping import LayerMapping
+from graphboard.compare.matching import MatchMode, match_graphs
+from graphboard.compare.modes import common_mode
+from graphboard.compare.result import DataMode
+from graphboard.compare.rollup import roll_up
+from graphboard.distributed import CommNode, collect_comm_nodes, link_ranks
+from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir, discover
+from graphboard.errors import CompareError, GraphboardError, StoreError
+from graphboard.graph.builder import build_graph
+from graphboard.graph.model import BENCH, NPU, Graph
+from graphboard.overflow import check_overflow
+from graphboard.progress import ProgressCallback, silent
+from graphboard.store import schema, writer
+
+SCHEMA_NAME = "graphboard.vis.db"
+
+
+@dataclass(slots=True)
+class BuildOptions:
+    target: Path
+    output_dir: Path
+    golden: Path | None = None
+    overflow_check: bool = False
+    fuzzy_match: bool = False
+    layer_mapping: Path | bool | None = None  # True: -lm without a file
+    workers: int | None = None
+    output_name: str | None = None  # file name; default build_/compare_<timestamp>.vis.db
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def compare(self) -> bool:
+        return self.golden is not None
+
+    @property
+    def match_mode(self) -> MatchMode:
+        if self.layer_mapping:
+            return MatchMode.LAYER_MAPPING
+        if self.fuzzy_match:
+            return MatchMode.FUZZY
+        return MatchMode.DEFAULT
+
+
+@dataclass(slots=True)
+class Task:
+    step: int
+    rank: int
+    target: RankDir
+    golden: RankDir | None
+
+
+@dataclass(slots=True)
+class TaskResult:
+    step: int
+    rank: int
+    mode: DataMode | None
+    micro_steps: int
+    match: dict[str, int] | None
+    warnings: list[str]
+    comm_nodes: list[CommNode]
+    seconds: float
+
+
+@dataclass(slots=True)
+class BuildResult:
+    path: Path
+    graph_type: str
+    mode: DataMode | None
+    steps: list[int]
+    ranks: list[int]
+    warnings: list[str]
+    match: dict[str, dict[str, int]]
+    seconds: float
+
+
+def _pair_tasks(
+    target: DumpLayout, golden: DumpLayout | None, warnings: list[str], missing: dict[str, Any]
+) -> list[Task]:
+    if golden is None:
+        return [Task(item.step, item.rank, item, None) for item in target.ranks]
+    if target.kind is not golden.kind:
+        raise CompareError(
+            f"the target {target.root} is a {target.kind.value} folder but the golden {golden.root} is a "
+            f"{golden.kind.value} folder; point both at the same level (rank folder, step folder or dump root)"
+        )
+    if target.kind is LayoutKind.RANK:
+        return [Task(target.ranks[0].step, target.ranks[0].rank, target.ranks[0], golden.ranks[0])]
+    if target.kind is LayoutKind.STEPS:
+        target_steps, golden_steps = set(target.steps), set(golden.steps)
+        only_target, only_golden = (
+            sorted(target_steps - golden_steps),
+            sorted(golden_steps - target_steps),
+        )
+        if only_target or only_golden:
+            missing["steps"] = {"target_only": only_target, "golden_only": only_golden}
+            warnings.append(
+                f"steps present on one side only are not compared: target only {only_target}, golden only {only_golden}"
+            )
+        steps = sorted(target_steps & golden_steps)
+        if not steps:
+            raise CompareError(
+                f"no step is in both {target.root} (steps {target.steps}) and {golden.root} (steps {golden.steps})"
+            )
+    else:
+        steps = [target.steps[0]]
+    tasks: list[Task] = []
+    rank_gaps: dict[str, dict[str, list[int]]] = {}
+    for step in steps:
+        golden_step = step if target.kind is LayoutKind.STEPS else golden.steps[0]
+        target_ranks = {item.rank: item for item in target.ranks if item.step == step}
+        golden_ranks = {item.rank: item for item in golden.ranks if item.step == golden_step}
+        only_target = sorted(set(target_ranks) - set(golden_ranks))
+        only_golden = sorted(set(golden_ranks) - set(target_ranks))
+        if only_target or only_golden:
+            rank_gaps[str(step)] = {"target_only": only_target, "golden_only": only_golden}
+            warnings.append(
+                f"step {step}: ranks present on one side only are not compared: target only {only_target}, "
+                f"golden only {only_golden}"
+            )
+        for rank in sorted(set(target_ranks) & set(golden_ranks)):
+            tasks.append(Task(step, rank, target_ranks[rank], golden_ranks[rank]))
+    if rank_gaps:
+        missing["ranks"] = rank_gaps
+    if not tasks:
+        raise CompareError(f"no rank is in both {target.root} and {golden.root}")
+    return tasks
+
+
+def _mapping(options: BuildOptions) -> LayerMapping | None:
+    if isinstance(options.layer_mapping, Path):
+        return LayerMapping.load(options.layer_mapping)
+    if options.layer_mapping:
+        return LayerMapping()
+    return None
+
+
+def process_task(task: Task, options: BuildOptions, part: Path) -> TaskResult:
+    """Build (and compare) one (step, rank) and write it into ``part``."""
+    started = time.perf_counter()
+    target = build_graph(task.target, NPU)
+    target.step, target.rank = task.step, task.rank
+    golden: Graph | None = None
+    mode: DataMode | None = None
+    match: dict[str, int] | None = None
+    if task.golden is not None:
+        golden = build_graph(task.golden, BENCH)
+        golden.step, golden.rank = task.step, task.rank
+        mode = common_mode(target, golden, layer_mapping=bool(options.layer_mapping))
+        stats = match_graphs(target, golden, options.match_mode, _mapping(options))
+        match = {
+            "target_matched": stats.target_matched,
+            "target_unmatched": stats.target_unmatched,
+            "golden_matched": stats.golden_matched,
+            "golden_unmatched": stats.golden_unmatched,
+        }
+        compare_graphs(target, golden, mode)
+    graphs = [target] if golden is None else [target, golden]
+    if options.overflow_check:
+        for graph in graphs:
+            check_overflow(graph)
+    for graph in graphs:
+        roll_up(graph, compared=golden is not None)
+    conn = writer.open_new_db(part)
+    try:
+        writer.write_graph(conn, target, mode, golden)
+        if golden is not None:
+            writer.write_graph(conn, golden, mode, target)
+    finally:
+        conn.close()
+    warnings = [warning for graph in graphs for warning in graph.warnings]
+    comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
+    micro_steps = max(graph.micro_steps for graph in graphs)
+    return TaskResult(
+        task.step,
+        task.rank,
+        mode,
+        micro_steps,
+        match,
+        warnings,
+        comm_nodes,
+        time.perf_counter() - started,
+    )
+
+
+def _default_name(options: BuildOptions, started: datetime) -> str:
+    kind = "compare" if options.compare else "build"
+    return f"{kind}_{started.strftime('%Y%m%d%H%M%S')}.vis.db"
+
+
+def _claim_final_path(temp: Path, directory: Path, name: str) -> Path:
+    """Link the finished file under ``name`` (or name_2, _3... if taken): never overwrite."""
+    stem = name.removesuffix(".vis.db")
+    suffix = 1
+    while True:
+        candidate = directory / (name if suffix == 1 else f"{stem}_{suffix}.vis.db")
+        try:
+            os.link(temp, candidate)
+        except FileExistsError:
+            suffix += 1
+            continue
+        except OSError:
+            if candidate.exists():
+                suffix += 1
+                continue
+            os.replace(temp, candidate)  # filesystems without hard links
+            return candidate
+        temp.unlink()
+        return candidate
+
+
+def _workers(options: BuildOptions, tasks: int) -> int:
+    if options.workers is not None:
+        return max(1, min(options.workers, tasks))
+    return max(1, min(os.cpu_count() or 1, tasks, 8))
+
+
+def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> BuildResult:
+    """Build or compare and return where the finished .vis.db is."""
+    started_at = datetime.now()
+    started = time.perf_counter()
+    warnings: list[str] = []
+    missing: dict[str, Any] = {}
+    target_layout = discover(options.target)
+    golden_layout = discover(options.golden) if options.golden is not None else None
+    warnings.extend(target_layout.warnings)
+    if golden_layout is not None:
+        warnings.extend(golden_layout.warnings)
+    tasks = _pair_tasks(target_layout, golden_layout, warnings, missing)
+    if isinstance(options.layer_mapping, Path):
+        LayerMapping.load(options.layer_mapping)  # fail before any work on a bad mapping file
+    try:
+        options.output_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"{options.output_dir}: cannot create the output folder: {error.strerror or error}"
+        ) from None
+    name = options.output_name or _default_name(options, started_at)
+    temp = writer.temp_path_for(options.output_dir / name)
+    parts = [temp.with_name(f"{temp.name}.part{index}") for index in range(len(tasks))]
+    results: list[TaskResult] = []
+    conn = None
+    try:
+        progress(0.0, f"{len(tasks)} graph(s) to build")
+        results = _run_tasks(tasks, options, parts, progress)
+        modes = {result.mode for result in results}
+        if len(modes) > 1:
+            raise CompareError(
+                f"ranks and steps hold different data modes: {sorted(str(mode) for mode in modes)}"
+            )
+        mode = modes.pop() if modes else None
+        conn = writer.open_new_db(temp)
+        for part in parts:
+            writer.merge_part(conn, part)
+        link_summary = link_ranks(
+            conn, [node for result in results for node in result.comm_nodes], options.overflow_check
+        )
+        warnings.extend(link_summary.warnings)
+        for result in results:
+            warnings.extend(result.warnings)
+        steps = sorted({task.step for task in tasks})
+        ranks = sorted({task.rank for task in tasks})
+        config = writer.ConfigRow(
+            graph_type="compare" if options.compare else "build",
+            task=str(mode) if mode is not None else "",
+            tool_tip=tool_tips(mode) if mode is not None else None,
+            micro_steps=max(result.micro_steps for result in results),
+            overflow_check=options.overflow_check,
+            node_colors=node_colors(mode) if mode is not None else None,
+            rank_list=ranks,
+            step_list=steps,
+        )
+        writer.write_config(conn, config)
+        match = {
+            f"{result.step}/{result.rank}": result.match
+            for result in results
+            if result.match is not None
+        }
+        writer.write_meta(
+            conn,
+            {
+                "schema": SCHEMA_NAME,
+                "schema_version": schema.SCHEMA_VERSION,
+                "graphboard_version": __version__,
+                "created_at": started_at.isoformat(timespec="seconds"),
+                "command": options.command or sys.argv,
+                "inputs": {
+                    "target": str(Path(options.target).resolve()),
+                    "golden": str(Path(options.golden).resolve())
+                    if options.golden is not None
+                    else None,
+                    "layer_mapping": str(options.layer_mapping)
+                    if isinstance(options.layer_mapping, Path)
+                    else options.layer_mapping,
+                },
+                "flags": {
+                    "overflow_check": options.overflow_check,
+                    "fuzzy_match": options.fuzzy_match,
+                    "layer_mapping": bool(options.layer_mapping),
+                    "match_mode": options.match_mode.value,
+                },
+                "graph_type": config.graph_type,
+                "data_mode": str(mode) if mode is not None else None,
+                "steps": steps,
+                "ranks": ranks,
+                "missing": missing,
+                "match": match,
+                "links": link_summary.counts,
+                "warnings": warnings,
+            },
+        )
+        progress(0.97, "indexing")
+        writer.finalize(conn)
+        conn = None
+        final = _claim_final_path(temp, options.output_dir, name)
+    except BaseException:
+        if conn is not None:
+            conn.close()
+        for leftover in [temp, *parts]:
+            leftover.unlink(missing_ok=True)
+        raise
+    progress(1.0, f"wrote {final}")
+    return BuildResult(
+        path=final,
+        graph_type="compare" if options.compare else "build",
+        mode=mode,
+        steps=steps,
+        ranks=ranks,
+        warnings=warnings,
+        match=match,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _run_tasks(
+    tasks: list[Task], options: BuildOptions, parts: list[Path], progress: ProgressCallback
+) -> list[TaskResult]:
+    def report(done: int, result: TaskResult) -> None:
+        progress(
+            0.95 * done / len(tasks), f"{done}/{len(tasks)} step {result.step} rank {result.rank}"
+        )
+
+    workers = _workers(options, len(tasks))
+    if workers == 1:
+        results = []
+        for index, task in enumerate(tasks):
+            results.append(process_task(task, options, parts[index]))
+            report(index + 1, results[-1])
+        return results
+    context = multiprocessing.get_context("spawn")  # safe inside servers with threads
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: dict[Future[TaskResult], int] = {
+            pool.submit(process_task, task, options, parts[index]): index
+            for index, task in enumerate(tasks)
+        }
+        ordered: list[TaskResult | None] = [None] * len(tasks)
+        pending = set(futures)
+        done_count = 0
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in done:
+                error = future.exception()
+                if error is not None:
+                    for other in pending:
+                        other.cancel()
+                    if isinstance(error, GraphboardError):
+                        raise error
+                    raise GraphboardError(
+                        f"building step {tasks[futures[future]].step} rank {tasks[futures[future]].rank} failed: {error!r}"
+                    ) from error
+                result = future.result()
+                ordered[futures[future]] = result
+                done_count += 1
+                report(done_count, result)
+    return [result for result in ordered if result is not None]

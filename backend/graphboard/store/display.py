@@ -1,0 +1,153 @@
+"""msprobe's display form of parameter dicts: every value a string (reference-builder.md §7.5).
+
+These strings fill the compatibility columns ``tb_nodes.input_data`` / ``output_data`` that
+tb_graph_ascend shows; graphboard's own logic never reads numbers back from them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from graphboard.compare.result import DataMode, Metric, NodeComparison, ParamRow
+from graphboard.dump.records import Param, Role
+
+SUMMARY_METRICS = (
+    "Max diff",
+    "Min diff",
+    "Mean diff",
+    "L2norm diff",
+    "MaxRelativeErr",
+    "MinRelativeErr",
+    "MeanRelativeErr",
+    "NormRelativeErr",
+)
+RELATIVE_METRICS = frozenset(
+    {"MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr"}
+)
+TENSOR_METRICS = (
+    "Cosine",
+    "EucDist",
+    "MaxAbsErr",
+    "MaxRelativeErr",
+    "One Thousandth Err Ratio",
+    "Five Thousandths Err Ratio",
+)
+_DECIMAL = re.compile(r"^\d{1,20}\.(\d{1,20})(%?)$")
+
+
+def _round_decimal(text: str) -> str:
+    match = _DECIMAL.match(text)
+    if match is None or len(match.group(1)) <= 6:
+        return text
+    return f"{float(text.rstrip('%')):.6f}{match.group(2)}"
+
+
+def display_value(value: Any) -> str:
+    """msprobe's string for one value: strings cleaned and rounded, the rest ``str()``."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        if value == " ":
+            return "null"
+        return _round_decimal(value.replace("'", "").replace("None", "null"))
+    return str(value)
+
+
+def _shape(shape: tuple[Any, ...] | None) -> str:
+    if shape is None:
+        return "null"
+    return "[" + ", ".join(str(item) for item in shape) + "]"
+
+
+def param_display(param: Param, keep_md5: bool) -> dict[str, str]:
+    if param.is_null:
+        return {"value": "null"}
+    data_name = param.data_name or "-1"
+    out: dict[str, str]
+    if param.is_tensor:
+        out = {
+            "type": display_value(param.type),
+            "dtype": display_value(param.dtype),
+            "shape": _shape(param.shape),
+            "Max": display_value(param.max),
+            "Min": display_value(param.min),
+            "Mean": display_value(param.mean),
+            "Norm": display_value(param.norm),
+            "requires_grad": display_value(param.requires_grad),
+        }
+        if keep_md5 and param.md5 is not None:
+            out["md5"] = param.md5
+        out["data_name"] = data_name
+    elif param.extra and "group_ranks" in param.extra:
+        out = {
+            "type": display_value(param.type),
+            "group_ranks": display_value(param.extra.get("group_ranks")),
+            "group_id": display_value(param.extra.get("group_id")),
+            "data_name": data_name,
+        }
+        return out
+    else:
+        out = {
+            "type": display_value(param.type),
+            "value": display_value(param.value),
+            "data_name": data_name,
+            "requires_grad": display_value(param.requires_grad),
+            "Max": display_value(param.max),
+            "Min": display_value(param.min),
+            "Mean": display_value(param.mean),
+            "Norm": display_value(param.norm),
+            "dtype": display_value(param.dtype),
+            "shape": _shape(param.shape),
+        }
+    if param.extra:
+        for key, value in param.extra.items():
+            out.setdefault(key, display_value(value))
+    return out
+
+
+def summary_metric_display(name: str, value: Metric) -> str:
+    """Statistics-mode metric: relative errors are shown as percentages."""
+    if isinstance(value, float) and name in RELATIVE_METRICS:
+        return _round_decimal(f"{value * 100}%")
+    return display_value(value)
+
+
+def _comparison_fields(row: ParamRow, mode: DataMode) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    if mode is DataMode.SUMMARY:
+        for name in SUMMARY_METRICS:
+            fields[name] = summary_metric_display(name, row.metrics.get(name, "N/A"))
+    elif mode is DataMode.TENSOR:
+        for name in TENSOR_METRICS:
+            fields[name] = display_value(row.metrics.get(name, "unsupported"))
+    fields["Requires_grad Consistent"] = str(row.requires_grad_consistent)
+    fields["Result"] = row.level.label
+    fields["Err_message"] = json.dumps(row.messages)
+    return fields
+
+
+def node_display(
+    params: list[Param] | None,
+    node_name: str,
+    mode: DataMode | None,
+    comparison: NodeComparison | None = None,
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """(input_data, output_data) of one node, keyed by the full parameter name."""
+    inputs: dict[str, dict[str, str]] = {}
+    outputs: dict[str, dict[str, str]] = {}
+    if not params:
+        return inputs, outputs
+    keep_md5 = mode is DataMode.MD5
+    rows: dict[int, ParamRow] = {}
+    if comparison is not None and mode is not None and mode is not DataMode.STRUCTURE:
+        rows = {id(row.npu): row for row in comparison.rows if row.npu is not None}
+    for param in params:
+        shown = param_display(param, keep_md5)
+        row = rows.get(id(param))
+        if row is not None and mode is not None and not param.is_null:
+            shown.update(_comparison_fields(row, mode))
+        target = outputs if param.role is Role.OUTPUT else inputs
+        target[f"{node_name}.{param.key}"] = shown
+    return inputs, outputs

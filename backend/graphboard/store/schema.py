@@ -1,0 +1,171 @@
+"""DDL of the .vis.db.
+
+``tb_nodes``, ``tb_stack`` and ``tb_config`` keep msprobe's columns, meanings and indexes
+(reference-builder.md §7) so tb_graph_ascend opens our files and we open its files.
+Everything graphboard adds lives in ``gb_*`` tables, which msprobe's tools ignore.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+SCHEMA_VERSION = 1
+
+TB_NODES_COLUMNS = (
+    "id",
+    "graph_id",
+    "node_order",
+    "node_name",
+    "node_type",
+    "up_node",
+    "sub_nodes",
+    "precision_index",
+    "overflow_level",
+    "micro_step_id",
+    "matched_node_link",
+    "stack_id",
+    "parallel_merge_info",
+    "matched_distributed",
+    "modified",
+    "input_data",
+    "output_data",
+    "data_source",
+    "dump_data_dir",
+    "step",
+    "rank",
+    "is_distributed",
+)
+
+MSPROBE_TABLES = """
+CREATE TABLE IF NOT EXISTS tb_nodes (
+    id TEXT PRIMARY KEY,
+    graph_id TEXT NOT NULL,
+    node_order INTEGER NOT NULL,
+    node_name TEXT NOT NULL,
+    node_type TEXT NOT NULL,
+    up_node TEXT,
+    sub_nodes TEXT,
+    precision_index INTEGER,
+    overflow_level TEXT,
+    micro_step_id INTEGER NOT NULL,
+    matched_node_link TEXT,
+    stack_id TEXT,
+    parallel_merge_info TEXT,
+    matched_distributed TEXT,
+    modified INTEGER NOT NULL,
+    input_data TEXT,
+    output_data TEXT,
+    data_source TEXT,
+    dump_data_dir TEXT,
+    step INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    is_distributed INTEGER
+);
+CREATE TABLE IF NOT EXISTS tb_stack (
+    id TEXT PRIMARY KEY,
+    stack_info TEXT
+);
+CREATE TABLE IF NOT EXISTS tb_config (
+    id TEXT PRIMARY KEY,
+    graph_type TEXT NOT NULL,
+    task TEXT,
+    tool_tip TEXT,
+    micro_steps INTEGER,
+    overflow_check INTEGER,
+    node_colors TEXT NOT NULL,
+    rank_list TEXT NOT NULL,
+    step_list TEXT NOT NULL
+);
+"""
+
+MSPROBE_INDEXES = """
+CREATE INDEX IF NOT EXISTS index1 ON tb_nodes (step, rank, data_source, up_node, node_order);
+CREATE INDEX IF NOT EXISTS index2 ON tb_nodes (step, rank, data_source, node_name);
+CREATE INDEX IF NOT EXISTS index3 ON tb_nodes (step, rank, data_source, node_order);
+CREATE INDEX IF NOT EXISTS index4 ON tb_nodes (step, rank, node_order);
+CREATE INDEX IF NOT EXISTS index5 ON tb_nodes (step, rank, micro_step_id, node_order);
+CREATE INDEX IF NOT EXISTS index6 ON tb_nodes (step, rank, modified, matched_node_link);
+CREATE INDEX IF NOT EXISTS index7 ON tb_nodes (is_distributed);
+"""
+
+# Levels are integers: precision 0 pass / 1 warning / 2 error; overflow 1 medium / 2 high / 3 critical.
+GRAPHBOARD_TABLES = """
+CREATE TABLE IF NOT EXISTS gb_meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL            -- JSON
+);
+CREATE TABLE IF NOT EXISTS gb_graphs (
+    graph_id TEXT PRIMARY KEY,     -- "{data_source}_{step}_{rank}", as tb_nodes.graph_id
+    data_source TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    dump_dir TEXT,
+    task TEXT,
+    level TEXT,
+    framework TEXT,
+    node_count INTEGER NOT NULL,
+    micro_steps INTEGER NOT NULL,
+    matched INTEGER,               -- compare only
+    unmatched INTEGER,
+    pass_count INTEGER,
+    warning_count INTEGER,
+    error_count INTEGER,
+    first_error TEXT,              -- first node, in execution order, where error is introduced
+    orphans TEXT NOT NULL,         -- JSON list of names attached under the root by graphboard
+    rescued_grads TEXT NOT NULL,   -- JSON list of parameters_grad nodes msprobe would drop
+    warnings TEXT NOT NULL         -- JSON list
+);
+CREATE TABLE IF NOT EXISTS gb_nodes (
+    id INTEGER PRIMARY KEY,
+    data_source TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    rank INTEGER NOT NULL,
+    node_name TEXT NOT NULL,
+    node_order INTEGER NOT NULL,   -- post-order, = tb_nodes.node_order
+    exec_order INTEGER NOT NULL,   -- pre-order: a module before what runs inside it
+    depth INTEGER NOT NULL,
+    child_count INTEGER NOT NULL,
+    matched INTEGER,               -- compare: 1 paired, 0 not; NULL in a build
+    counterpart TEXT,              -- name of the paired node on the other side
+    level INTEGER,                 -- this node's own precision level
+    worst_level INTEGER,           -- worst level of this node and its descendants
+    worst_node TEXT,               -- first descendant (or self) with worst_level, in execution order
+    error_leaves INTEGER NOT NULL DEFAULT 0,
+    warning_leaves INTEGER NOT NULL DEFAULT 0,
+    unmatched_leaves INTEGER NOT NULL DEFAULT 0,
+    introduced INTEGER NOT NULL DEFAULT 0,  -- 1: inputs pass, outputs fail
+    worst_param TEXT,              -- the parameter behind the level, e.g. "output.0"
+    worst_message TEXT,
+    overflow INTEGER,              -- this node's overflow level
+    worst_overflow INTEGER,        -- worst overflow of this node and its descendants
+    overflow_leaves INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+GRAPHBOARD_INDEXES = """
+CREATE UNIQUE INDEX IF NOT EXISTS gb_nodes_by_name ON gb_nodes (data_source, step, rank, node_name);
+CREATE INDEX IF NOT EXISTS gb_nodes_by_level ON gb_nodes (data_source, step, rank, level, node_order);
+CREATE INDEX IF NOT EXISTS gb_nodes_introduced ON gb_nodes (data_source, step, rank, introduced, node_order);
+CREATE INDEX IF NOT EXISTS gb_nodes_unmatched ON gb_nodes (data_source, step, rank, matched, node_order);
+CREATE INDEX IF NOT EXISTS gb_nodes_overflow ON gb_nodes (data_source, step, rank, overflow, node_order);
+"""
+
+# Case-insensitive substring search over node names, answered from a trigram index.
+SEARCH_INDEX = """
+CREATE VIRTUAL TABLE IF NOT EXISTS gb_search USING fts5(
+    node_name, content='gb_nodes', content_rowid='id', tokenize='trigram case_sensitive 0'
+);
+"""
+
+
+def create_tables(conn: sqlite3.Connection) -> None:
+    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES)
+
+
+def create_indexes(conn: sqlite3.Connection) -> None:
+    conn.executescript(MSPROBE_INDEXES + GRAPHBOARD_INDEXES)
+
+
+def build_search_index(conn: sqlite3.Connection) -> None:
+    conn.executescript(SEARCH_INDEX)
+    conn.execute("INSERT INTO gb_search(gb_search) VALUES ('rebuild')")

@@ -1,0 +1,281 @@
+"""Write graphs into a .vis.db: a temp file beside the target, renamed only when complete.
+
+Workers of a multi-rank build each write a *part* file of their own (no lock contention);
+the parent copies parts into the final file with ``INSERT ... SELECT`` and renames it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from graphboard.compare.result import DataMode, Level, NodeComparison
+from graphboard.compare.rollup import OVERFLOW_LEVELS, Rollup, first_introduced_error
+from graphboard.errors import StoreError
+from graphboard.graph.model import Graph, Node
+from graphboard.store import schema
+from graphboard.store.display import node_display
+
+_BATCH = 2000
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def temp_path_for(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+
+
+def open_new_db(path: Path) -> sqlite3.Connection:
+    """A fresh database tuned for one bulk writer (durability comes from the final rename)."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None)
+    except sqlite3.Error as error:
+        raise StoreError(f"{path}: cannot create the database: {error}") from None
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    conn.execute("PRAGMA cache_size=-65536")
+    schema.create_tables(conn)
+    return conn
+
+
+@dataclass(slots=True)
+class ConfigRow:
+    graph_type: str  # "build" | "compare"
+    task: str  # "" for a build, else DataMode value
+    tool_tip: str | None
+    micro_steps: int
+    overflow_check: bool
+    node_colors: Any  # JSON-able; None for a build
+    rank_list: Sequence[int]
+    step_list: Sequence[int]
+
+
+def _link_paths(graph: Graph) -> dict[int, str]:
+    """JSON path (root .. node) of every node, built top-down in linear time per level."""
+    paths: dict[int, str] = {id(graph.root): _json([graph.root.name])}
+    for node in graph.walk():
+        prefix = paths[id(node)][:-1]
+        for child in node.children:
+            paths[id(child)] = f"{prefix},{_json(child.name)}]"
+    return paths
+
+
+def _precision_of(node: Node) -> float | None:
+    return node.precision
+
+
+def _node_rows(
+    graph: Graph,
+    mode: DataMode | None,
+    compared: bool,
+    counterpart_paths: dict[int, str] | None,
+    stack_rows: list[tuple[str, str]],
+) -> Iterator[tuple[Any, ...]]:
+    graph_id = graph.graph_id
+    stack_ids: dict[tuple[str, ...], str] = {}
+    dump_data_dir = graph.tensor_dir if mode is DataMode.TENSOR else None
+    ordered = sorted(graph.nodes.values(), key=lambda node: node.order)
+    for node in ordered:
+        stack = node.stack or ()
+        stack_id = stack_ids.get(stack)
+        if stack_id is None:
+            stack_id = f"{graph_id}_{len(stack_ids)}"
+            stack_ids[stack] = stack_id
+            stack_rows.append((stack_id, _json(list(stack))))
+        inputs, outputs = node_display(node.params, node.name, mode, node.comparison)
+        link = "[]"
+        if compared and node.match is not None and counterpart_paths is not None:
+            link = counterpart_paths[id(node.match)]
+        yield (
+            f"{graph_id}_{node.name}",
+            graph_id,
+            node.order,
+            node.name,
+            str(int(node.type)),
+            node.parent.name if node.parent is not None else "",
+            _json([child.name for child in node.children]) if node.children else "",
+            _precision_of(node),
+            node.overflow,
+            node.micro_step or 0,
+            link,
+            stack_id,
+            "",
+            _json(node.distributed) if node.distributed is not None else "{}",
+            0,
+            _json(inputs),
+            _json(outputs),
+            graph.side,
+            dump_data_dir,
+            graph.step,
+            graph.rank,
+            1 if node.name.startswith("Distributed") else 0,
+        )
+
+
+def _worst_row(comparison: NodeComparison | None) -> tuple[str | None, str | None]:
+    if comparison is None or comparison.level is None or comparison.level is Level.PASS:
+        return None, None
+    for row in comparison.rows:
+        if row.level is comparison.level:
+            param = row.npu or row.bench
+            message = "; ".join(row.messages) if row.messages else None
+            return (param.key if param is not None else None), message
+    return None, None
+
+
+def _gb_rows(graph: Graph, compared: bool) -> Iterator[tuple[Any, ...]]:
+    exec_order = 0
+    stack: list[tuple[Node, int]] = [(graph.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        rollup: Rollup | None = node.rollup
+        comparison: NodeComparison | None = node.comparison
+        level = comparison.level if comparison is not None else None
+        worst_param, worst_message = _worst_row(comparison)
+        yield (
+            graph.side,
+            graph.step,
+            graph.rank,
+            node.name,
+            node.order,
+            exec_order,
+            depth,
+            len(node.children),
+            (1 if node.match is not None else 0) if compared else None,
+            node.match.name if node.match is not None else None,
+            int(level) if level is not None else None,
+            int(rollup.worst_level)
+            if rollup is not None and rollup.worst_level is not None
+            else None,
+            rollup.worst_node.name
+            if rollup is not None and rollup.worst_node is not None
+            else None,
+            rollup.error_leaves if rollup else 0,
+            rollup.warning_leaves if rollup else 0,
+            rollup.unmatched_leaves if rollup else 0,
+            1 if comparison is not None and comparison.introduces_error else 0,
+            worst_param,
+            worst_message,
+            OVERFLOW_LEVELS.get(node.overflow) if node.overflow else None,
+            rollup.worst_overflow if rollup else None,
+            rollup.overflow_leaves if rollup else 0,
+        )
+        exec_order += 1
+        stack.extend((child, depth + 1) for child in reversed(node.children))
+
+
+_TB_INSERT = f"INSERT INTO tb_nodes ({', '.join(schema.TB_NODES_COLUMNS)}) VALUES ({', '.join('?' * len(schema.TB_NODES_COLUMNS))})"
+_GB_INSERT = """INSERT INTO gb_nodes (data_source, step, rank, node_name, node_order, exec_order, depth,
+    child_count, matched, counterpart, level, worst_level, worst_node, error_leaves, warning_leaves,
+    unmatched_leaves, introduced, worst_param, worst_message, overflow, worst_overflow, overflow_leaves)
+    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"""
+
+
+def write_graph(
+    conn: sqlite3.Connection,
+    graph: Graph,
+    mode: DataMode | None,
+    counterpart: Graph | None = None,
+) -> None:
+    """Insert one (side, step, rank) graph. ``counterpart`` is the other side in a compare."""
+    compared = counterpart is not None
+    counterpart_paths = _link_paths(counterpart) if counterpart is not None else None
+    stack_rows: list[tuple[str, str]] = []
+    conn.execute("BEGIN")
+    conn.executemany(_TB_INSERT, _node_rows(graph, mode, compared, counterpart_paths, stack_rows))
+    conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
+    conn.executemany(_GB_INSERT, _gb_rows(graph, compared))
+    counts = {Level.PASS: 0, Level.WARNING: 0, Level.ERROR: 0}
+    matched = 0
+    for node in graph.nodes.values():
+        if node.match is not None:
+            matched += 1
+        if node.comparison is not None and node.comparison.level is not None:
+            counts[node.comparison.level] += 1
+    first_error = first_introduced_error(graph) if compared else None
+    conn.execute(
+        "INSERT INTO gb_graphs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            graph.graph_id,
+            graph.side,
+            graph.step,
+            graph.rank,
+            graph.dump_dir,
+            graph.task,
+            graph.level,
+            graph.framework,
+            len(graph.nodes),
+            graph.micro_steps,
+            matched if compared else None,
+            len(graph.nodes) - matched if compared else None,
+            counts[Level.PASS] if compared else None,
+            counts[Level.WARNING] if compared else None,
+            counts[Level.ERROR] if compared else None,
+            first_error.name if first_error is not None else None,
+            _json(graph.orphans),
+            _json(graph.rescued_grads),
+            _json(graph.warnings),
+        ),
+    )
+    conn.execute("COMMIT")
+
+
+def write_config(conn: sqlite3.Connection, config: ConfigRow) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO tb_config VALUES ('1', ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            config.graph_type,
+            config.task,
+            config.tool_tip,
+            config.micro_steps,
+            1 if config.overflow_check else 0,
+            json.dumps(config.node_colors, ensure_ascii=False)
+            if config.node_colors is not None
+            else "null",
+            _json(list(config.rank_list)),
+            _json(list(config.step_list)),
+        ),
+    )
+
+
+def write_meta(conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO gb_meta (key, value) VALUES (?, ?)",
+        [(key, json.dumps(value, ensure_ascii=False, default=str)) for key, value in meta.items()],
+    )
+
+
+_COPIED_TABLES = ("tb_nodes", "tb_stack", "gb_graphs")
+
+
+def merge_part(conn: sqlite3.Connection, part: Path) -> None:
+    """Copy a worker's part file into the final database, then delete the part."""
+    conn.execute("ATTACH DATABASE ? AS part", (str(part),))
+    try:
+        conn.execute("BEGIN")
+        for table in _COPIED_TABLES:
+            conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
+        columns = "data_source, step, rank, node_name, node_order, exec_order, depth, child_count, matched, counterpart, level, worst_level, worst_node, error_leaves, warning_leaves, unmatched_leaves, introduced, worst_param, worst_message, overflow, worst_overflow, overflow_leaves"
+        conn.execute(f"INSERT INTO main.gb_nodes ({columns}) SELECT {columns} FROM part.gb_nodes")
+        conn.execute("COMMIT")
+    finally:
+        conn.execute("DETACH DATABASE part")
+    part.unlink(missing_ok=True)
+
+
+def finalize(conn: sqlite3.Connection) -> None:
+    """Index, switch to rollback journaling (readers create no -wal files), close."""
+    schema.create_indexes(conn)
+    schema.build_search_index(conn)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.close()
