@@ -3,6 +3,10 @@
 ``tb_nodes``, ``tb_stack`` and ``tb_config`` keep msprobe's columns, meanings and indexes
 (reference-builder.md §7) so tb_graph_ascend opens our files and we open its files.
 Everything graphboard adds lives in ``gb_*`` tables, which msprobe's tools ignore.
+
+Name search is not indexed here: an FTS5 trigram index costs ~30 µs per node at build time
+(more than the rest of a build), so the server keeps its own in-memory index of lower-cased
+names per graph, built on first use, which serves msprobe's files as well.
 """
 
 from __future__ import annotations
@@ -150,22 +154,9 @@ CREATE INDEX IF NOT EXISTS gb_nodes_unmatched ON gb_nodes (data_source, step, ra
 CREATE INDEX IF NOT EXISTS gb_nodes_overflow ON gb_nodes (data_source, step, rank, overflow, node_order);
 """
 
-# Case-insensitive substring search over node names, answered from a trigram index.
-SEARCH_INDEX = """
-CREATE VIRTUAL TABLE IF NOT EXISTS gb_search USING fts5(
-    node_name, content='gb_nodes', content_rowid='id', tokenize='trigram case_sensitive 0'
-);
-"""
-
-
 def create_tables(conn: sqlite3.Connection) -> None:
     conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES)
 
 
 def create_indexes(conn: sqlite3.Connection) -> None:
     conn.executescript(MSPROBE_INDEXES + GRAPHBOARD_INDEXES)
-
-
-def build_search_index(conn: sqlite3.Connection) -> None:
-    conn.executescript(SEARCH_INDEX)
-    conn.execute("INSERT INTO gb_search(gb_search) VALUES ('rebuild')")

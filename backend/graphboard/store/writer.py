@@ -276,6 +276,5 @@ def merge_part(conn: sqlite3.Connection, part: Path) -> None:
 def finalize(conn: sqlite3.Connection) -> None:
     """Index, switch to rollback journaling (readers create no -wal files), close."""
     schema.create_indexes(conn)
-    schema.build_search_index(conn)
     conn.execute("PRAGMA journal_mode=DELETE")
     conn.close()
