@@ -24,7 +24,6 @@ from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
 from graphboard.compare.modes import common_mode
 from graphboard.compare.result import DataMode
-from graphboard.compare.rollup import roll_up
 from graphboard.distributed import CommNode, collect_comm_nodes, link_ranks
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir, discover
 from graphboard.errors import CompareError, GraphboardError, StoreError
@@ -179,8 +178,6 @@ def process_task(task: Task, options: BuildOptions, part: Path) -> TaskResult:
     if options.overflow_check:
         for graph in graphs:
             check_overflow(graph)
-    for graph in graphs:
-        roll_up(graph, compared=golden is not None)
     conn = writer.open_new_db(part)
     try:
         writer.write_graph(conn, target, mode, golden)

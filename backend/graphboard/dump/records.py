@@ -90,10 +90,11 @@ def is_parameters_grad(name: str) -> bool:
 
 
 def _tensor_stat(value: Any) -> Stat:
-    if value is None or isinstance(value, bool | str):
-        return value
-    if isinstance(value, int | float):
+    """JSON ints become floats; floats, None, booleans and strings stay as they are."""
+    if value.__class__ is int:
         return float(value)
+    if value is None or isinstance(value, float | bool | str):
+        return value  # type: ignore[no-any-return]
     return str(value)
 
 
@@ -109,27 +110,36 @@ def _scalar_dtype(value: Any) -> str:
 
 
 def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
+    extra = None if _KNOWN_FIELDS.issuperset(leaf) else {k: v for k, v in leaf.items() if k not in _KNOWN_FIELDS}
+    if "dtype" in leaf or "shape" in leaf:  # a tensor: the hot path, built in one call
+        dtype = leaf.get("dtype")
+        return Param(
+            sys.intern(key),
+            role,
+            leaf.get("type"),
+            sys.intern(dtype) if dtype.__class__ is str else dtype,
+            _shape(leaf.get("shape")),
+            _tensor_stat(leaf.get("Max")),
+            _tensor_stat(leaf.get("Min")),
+            _tensor_stat(leaf.get("Mean")),
+            _tensor_stat(leaf.get("Norm")),
+            leaf.get("requires_grad"),
+            leaf.get("md5"),
+            leaf.get("data_name"),
+            None,
+            extra,
+            True,
+        )
     kind = leaf.get("type", leaf.get("class_type"))
-    extra = {name: value for name, value in leaf.items() if name not in _KNOWN_FIELDS} or None
     param = Param(
         sys.intern(key),
         role,
-        type=sys.intern(kind) if isinstance(kind, str) else None,
+        type=kind if isinstance(kind, str) else None,
         requires_grad=leaf.get("requires_grad"),
         md5=leaf.get("md5"),
         data_name=leaf.get("data_name"),
         extra=extra,
     )
-    if "dtype" in leaf or "shape" in leaf:  # a tensor
-        param.is_tensor = True
-        dtype = leaf.get("dtype")
-        param.dtype = sys.intern(dtype) if isinstance(dtype, str) else dtype
-        param.shape = _shape(leaf.get("shape"))
-        param.max = _tensor_stat(leaf.get("Max"))
-        param.min = _tensor_stat(leaf.get("Min"))
-        param.mean = _tensor_stat(leaf.get("Mean"))
-        param.norm = _tensor_stat(leaf.get("Norm"))
-        return param
     value = leaf.get("value")
     param.value = value
     last = key.rsplit(".", 1)[-1]

@@ -53,7 +53,6 @@ class Node:
     precision: float | None = None
     overflow: str | None = None
     comparison: Any = None  # graphboard.compare.result.NodeComparison, matched target nodes
-    rollup: Any = None  # graphboard.compare.rollup.Rollup: what its subtree holds
     distributed: Any = None  # msprobe's matched_distributed annotation, once linked
     order: int = -1  # post-order index, as msprobe's node_order
 
@@ -102,6 +101,7 @@ class Graph:
     rescued_grads: list[str] = field(default_factory=list)  # parameters_grad msprobe would drop
     warnings: list[str] = field(default_factory=list)
     has_md5: bool = False
+    _ordered: list[Node] = field(default_factory=list, repr=False)
 
     @property
     def graph_id(self) -> str:
@@ -132,7 +132,15 @@ class Graph:
         return ordered
 
     def number(self) -> list[Node]:
+        """Set ``order`` (msprobe's node_order) on every node; return them in that order."""
         ordered = self.post_order()
         for index, node in enumerate(ordered):
             node.order = index
+        self._ordered = ordered
         return ordered
+
+    def ordered(self) -> list[Node]:
+        """Nodes in node_order (numbered by ``number``, renumbered if the tree changed)."""
+        if len(self._ordered) != len(self.nodes):
+            return self.number()
+        return self._ordered

@@ -44,21 +44,39 @@ def _round_decimal(text: str) -> str:
     return f"{float(text.rstrip('%')):.6f}{match.group(2)}"
 
 
+def _clean(value: str) -> str:
+    if value == " ":
+        return "null"
+    return _round_decimal(value.replace("'", "").replace("None", "null"))
+
+
+_cleaned: dict[str, str] = {}  # dtype and type strings repeat: clean each once
+
+
 def display_value(value: Any) -> str:
     """msprobe's string for one value: strings cleaned and rounded, the rest ``str()``."""
+    if value.__class__ is float:
+        return repr(value)  # the hot path: statistics
     if value is None:
         return "null"
     if isinstance(value, str):
-        if value == " ":
-            return "null"
-        return _round_decimal(value.replace("'", "").replace("None", "null"))
+        if len(value) <= 64 and len(_cleaned) < 50_000:
+            cleaned = _cleaned.get(value)
+            if cleaned is None:
+                cleaned = _cleaned[value] = _clean(value)
+            return cleaned
+        return _clean(value)
     return str(value)
 
 
+_shapes: dict[tuple[Any, ...] | None, str] = {None: "null"}
+
+
 def _shape(shape: tuple[Any, ...] | None) -> str:
-    if shape is None:
-        return "null"
-    return "[" + ", ".join(str(item) for item in shape) + "]"
+    text = _shapes.get(shape)
+    if text is None:
+        text = _shapes[shape] = "[" + ", ".join(str(item) for item in shape) + "]"  # type: ignore[union-attr]
+    return text
 
 
 def param_display(param: Param, keep_md5: bool) -> dict[str, str]:

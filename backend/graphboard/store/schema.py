@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from graphboard.store import arrays
+
 SCHEMA_VERSION = 1
 
 TB_NODES_COLUMNS = (
@@ -92,7 +94,7 @@ CREATE INDEX IF NOT EXISTS index6 ON tb_nodes (step, rank, modified, matched_nod
 CREATE INDEX IF NOT EXISTS index7 ON tb_nodes (is_distributed);
 """
 
-# Levels are integers: precision 0 pass / 1 warning / 2 error; overflow 1 medium / 2 high / 3 critical.
+# Per-node data (roll-ups, levels, match state) is columnar: see store/arrays.py (gb_arrays).
 GRAPHBOARD_TABLES = """
 CREATE TABLE IF NOT EXISTS gb_meta (
     key TEXT PRIMARY KEY,
@@ -119,44 +121,13 @@ CREATE TABLE IF NOT EXISTS gb_graphs (
     rescued_grads TEXT NOT NULL,   -- JSON list of parameters_grad nodes msprobe would drop
     warnings TEXT NOT NULL         -- JSON list
 );
-CREATE TABLE IF NOT EXISTS gb_nodes (
-    id INTEGER PRIMARY KEY,
-    data_source TEXT NOT NULL,
-    step INTEGER NOT NULL,
-    rank INTEGER NOT NULL,
-    node_name TEXT NOT NULL,
-    node_order INTEGER NOT NULL,   -- post-order, = tb_nodes.node_order
-    exec_order INTEGER NOT NULL,   -- pre-order: a module before what runs inside it
-    depth INTEGER NOT NULL,
-    child_count INTEGER NOT NULL,
-    matched INTEGER,               -- compare: 1 paired, 0 not; NULL in a build
-    counterpart TEXT,              -- name of the paired node on the other side
-    level INTEGER,                 -- this node's own precision level
-    worst_level INTEGER,           -- worst level of this node and its descendants
-    worst_node TEXT,               -- first descendant (or self) with worst_level, in execution order
-    error_leaves INTEGER NOT NULL DEFAULT 0,
-    warning_leaves INTEGER NOT NULL DEFAULT 0,
-    unmatched_leaves INTEGER NOT NULL DEFAULT 0,
-    introduced INTEGER NOT NULL DEFAULT 0,  -- 1: inputs pass, outputs fail
-    worst_param TEXT,              -- the parameter behind the level, e.g. "output.0"
-    worst_message TEXT,
-    overflow INTEGER,              -- this node's overflow level
-    worst_overflow INTEGER,        -- worst overflow of this node and its descendants
-    overflow_leaves INTEGER NOT NULL DEFAULT 0
-);
 """
 
-GRAPHBOARD_INDEXES = """
-CREATE UNIQUE INDEX IF NOT EXISTS gb_nodes_by_name ON gb_nodes (data_source, step, rank, node_name);
-CREATE INDEX IF NOT EXISTS gb_nodes_by_level ON gb_nodes (data_source, step, rank, level, node_order);
-CREATE INDEX IF NOT EXISTS gb_nodes_introduced ON gb_nodes (data_source, step, rank, introduced, node_order);
-CREATE INDEX IF NOT EXISTS gb_nodes_unmatched ON gb_nodes (data_source, step, rank, matched, node_order);
-CREATE INDEX IF NOT EXISTS gb_nodes_overflow ON gb_nodes (data_source, step, rank, overflow, node_order);
-"""
+
 
 def create_tables(conn: sqlite3.Connection) -> None:
-    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES)
+    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + arrays.DDL)
 
 
 def create_indexes(conn: sqlite3.Connection) -> None:
-    conn.executescript(MSPROBE_INDEXES + GRAPHBOARD_INDEXES)
+    conn.executescript(MSPROBE_INDEXES)

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
+from graphboard.compare.engine import level_of_precision
 from graphboard.compare.result import DataMode, Level, NodeComparison
-from graphboard.compare.rollup import OVERFLOW_LEVELS, Rollup, first_introduced_error
+from graphboard.compare.rollup import first_introduced_error
 from graphboard.errors import StoreError
 from graphboard.graph.model import Graph, Node
-from graphboard.store import schema
+from graphboard.store import arrays, schema
 from graphboard.store.display import node_display
 
 _BATCH = 2000
@@ -76,6 +78,7 @@ def _precision_of(node: Node) -> float | None:
 
 def _node_rows(
     graph: Graph,
+    ordered: list[Node],
     mode: DataMode | None,
     compared: bool,
     counterpart_paths: dict[int, str] | None,
@@ -84,7 +87,6 @@ def _node_rows(
     graph_id = graph.graph_id
     stack_ids: dict[tuple[str, ...], str] = {}
     dump_data_dir = graph.tensor_dir if mode is DataMode.TENSOR else None
-    ordered = sorted(graph.nodes.values(), key=lambda node: node.order)
     for node in ordered:
         stack = node.stack or ()
         stack_id = stack_ids.get(stack)
@@ -122,63 +124,36 @@ def _node_rows(
         )
 
 
-def _worst_row(comparison: NodeComparison | None) -> tuple[str | None, str | None]:
-    if comparison is None or comparison.level is None or comparison.level is Level.PASS:
-        return None, None
-    for row in comparison.rows:
-        if row.level is comparison.level:
-            param = row.npu or row.bench
-            message = "; ".join(row.messages) if row.messages else None
-            return (param.key if param is not None else None), message
-    return None, None
-
-
-def _gb_rows(graph: Graph, compared: bool) -> Iterator[tuple[Any, ...]]:
-    exec_order = 0
-    stack: list[tuple[Node, int]] = [(graph.root, 0)]
-    while stack:
-        node, depth = stack.pop()
-        rollup: Rollup | None = node.rollup
+def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str, Any]:
+    """The per-node columns of gb_arrays (roll-ups are derived from these by arrays.roll_up)."""
+    count = len(ordered)
+    parent = np.full(count, arrays.NONE, np.int32)
+    matched = np.full(count, arrays.NONE if not compared else 0, np.int8)
+    counterpart = np.full(count, arrays.NONE, np.int32)
+    level = np.full(count, arrays.NONE, np.int8)
+    introduced = np.zeros(count, np.int8)
+    overflow = np.zeros(count, np.int8)
+    for index, node in enumerate(ordered):
+        if node.parent is not None:
+            parent[index] = node.parent.order
+        if node.match is not None:
+            matched[index] = 1
+            counterpart[index] = node.match.order
+        node_level = level_of_precision(node.precision)
+        if node_level is not None:
+            level[index] = node_level
         comparison: NodeComparison | None = node.comparison
-        level = comparison.level if comparison is not None else None
-        worst_param, worst_message = _worst_row(comparison)
-        yield (
-            graph.side,
-            graph.step,
-            graph.rank,
-            node.name,
-            node.order,
-            exec_order,
-            depth,
-            len(node.children),
-            (1 if node.match is not None else 0) if compared else None,
-            node.match.name if node.match is not None else None,
-            int(level) if level is not None else None,
-            int(rollup.worst_level)
-            if rollup is not None and rollup.worst_level is not None
-            else None,
-            rollup.worst_node.name
-            if rollup is not None and rollup.worst_node is not None
-            else None,
-            rollup.error_leaves if rollup else 0,
-            rollup.warning_leaves if rollup else 0,
-            rollup.unmatched_leaves if rollup else 0,
-            1 if comparison is not None and comparison.introduces_error else 0,
-            worst_param,
-            worst_message,
-            OVERFLOW_LEVELS.get(node.overflow) if node.overflow else None,
-            rollup.worst_overflow if rollup else None,
-            rollup.overflow_leaves if rollup else 0,
-        )
-        exec_order += 1
-        stack.extend((child, depth + 1) for child in reversed(node.children))
+        if comparison is not None and comparison.introduces_error:
+            introduced[index] = 1
+        if node.overflow:
+            overflow[index] = arrays.OVERFLOW_CODES[node.overflow]
+    columns = arrays.structure(parent)
+    columns.update(matched=matched, counterpart=counterpart, level=level, introduced=introduced, overflow=overflow)
+    arrays.roll_up(columns, compared)
+    return columns
 
 
 _TB_INSERT = f"INSERT INTO tb_nodes ({', '.join(schema.TB_NODES_COLUMNS)}) VALUES ({', '.join('?' * len(schema.TB_NODES_COLUMNS))})"
-_GB_INSERT = """INSERT INTO gb_nodes (data_source, step, rank, node_name, node_order, exec_order, depth,
-    child_count, matched, counterpart, level, worst_level, worst_node, error_leaves, warning_leaves,
-    unmatched_leaves, introduced, worst_param, worst_message, overflow, worst_overflow, overflow_leaves)
-    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"""
 
 
 def write_graph(
@@ -191,10 +166,11 @@ def write_graph(
     compared = counterpart is not None
     counterpart_paths = _link_paths(counterpart) if counterpart is not None else None
     stack_rows: list[tuple[str, str]] = []
+    ordered = graph.ordered()
     conn.execute("BEGIN")
-    conn.executemany(_TB_INSERT, _node_rows(graph, mode, compared, counterpart_paths, stack_rows))
+    conn.executemany(_TB_INSERT, _node_rows(graph, ordered, mode, compared, counterpart_paths, stack_rows))
     conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
-    conn.executemany(_GB_INSERT, _gb_rows(graph, compared))
+    arrays.write(conn, graph.graph_id, (node.name for node in ordered), _node_columns(graph, ordered, compared))
     counts = {Level.PASS: 0, Level.WARNING: 0, Level.ERROR: 0}
     matched = 0
     for node in graph.nodes.values():
@@ -255,7 +231,7 @@ def write_meta(conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
     )
 
 
-_COPIED_TABLES = ("tb_nodes", "tb_stack", "gb_graphs")
+_COPIED_TABLES = ("tb_nodes", "tb_stack", "gb_graphs", "gb_arrays")
 
 
 def merge_part(conn: sqlite3.Connection, part: Path) -> None:
@@ -265,8 +241,6 @@ def merge_part(conn: sqlite3.Connection, part: Path) -> None:
         conn.execute("BEGIN")
         for table in _COPIED_TABLES:
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
-        columns = "data_source, step, rank, node_name, node_order, exec_order, depth, child_count, matched, counterpart, level, worst_level, worst_node, error_leaves, warning_leaves, unmatched_leaves, introduced, worst_param, worst_message, overflow, worst_overflow, overflow_leaves"
-        conn.execute(f"INSERT INTO main.gb_nodes ({columns}) SELECT {columns} FROM part.gb_nodes")
         conn.execute("COMMIT")
     finally:
         conn.execute("DETACH DATABASE part")

@@ -1,0 +1,176 @@
+"""Per-graph columns of graphboard's node data: roll-ups, levels, match state, structure.
+
+One numpy array per column, indexed by ``node_order`` (msprobe's post-order position), stored
+as one BLOB per (graph, column) in ``gb_arrays``. Writing a million nodes this way costs
+milliseconds where a row per node costs seconds, and the server answers filters, badges and
+"worst descendant" from the arrays in memory. The same arrays can be derived from msprobe's
+``tb_nodes`` alone (``derive``), so files msprobe wrote get the same features.
+
+Level codes: precision -1 none, 0 pass, 1 warning, 2 error; overflow 0 none, 1 medium,
+2 high, 3 critical; matched -1 (a build), 0, 1.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+NONE = -1
+OVERFLOW_CODES = {"medium": 1, "high": 2, "critical": 3}
+OVERFLOW_NAMES = {code: name for name, code in OVERFLOW_CODES.items()}
+NAME_SEPARATOR = "\x00"  # cannot occur in a node name
+
+# column -> dtype; every column has one entry per node, in node_order.
+COLUMNS: dict[str, str] = {
+    "parent": "int32",  # node_order of the parent, -1 for the root
+    "exec_order": "int32",  # pre-order position: a module before what runs inside it
+    "depth": "int16",
+    "child_count": "int32",
+    "matched": "int8",
+    "counterpart": "int32",  # node_order of the paired node in the other side's graph, -1
+    "level": "int8",  # own precision level
+    "introduced": "int8",  # 1: inputs pass, outputs fail (the error starts here)
+    "overflow": "int8",
+    "worst_level": "int8",  # of the node and its descendants
+    "worst_node": "int32",  # first leaf (else the node) at worst_level, -1
+    "error_leaves": "int32",
+    "warning_leaves": "int32",
+    "unmatched_leaves": "int32",
+    "worst_overflow": "int8",
+    "overflow_leaves": "int32",
+}
+
+DDL = """
+CREATE TABLE IF NOT EXISTS gb_arrays (
+    graph_id TEXT NOT NULL,        -- "{data_source}_{step}_{rank}", as tb_nodes.graph_id
+    name TEXT NOT NULL,            -- a COLUMNS key, or "names"
+    dtype TEXT NOT NULL,           -- numpy dtype, or "utf8" for the NUL-separated names
+    data BLOB NOT NULL,
+    PRIMARY KEY (graph_id, name)
+);
+"""
+
+
+@dataclass(slots=True)
+class GraphArrays:
+    names: list[str]
+    columns: dict[str, npt.NDArray[Any]]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, column: str) -> npt.NDArray[Any]:
+        return self.columns[column]
+
+
+def roll_up(columns: dict[str, npt.NDArray[Any]], compared: bool) -> None:
+    """Fill the roll-up columns from parent/level/overflow/matched, one vectorised pass per depth."""
+    parent, depth = columns["parent"], columns["depth"]
+    count = len(parent)
+    leaf = columns["child_count"] == 0
+    level, overflow = columns["level"], columns["overflow"]
+    error_leaves = (leaf & (level == 2)).astype(np.int32)
+    warning_leaves = (leaf & (level == 1)).astype(np.int32)
+    unmatched_leaves = (leaf & (columns["matched"] == 0)).astype(np.int32) if compared else np.zeros(count, np.int32)
+    overflow_leaves = (leaf & (overflow > 0)).astype(np.int32)
+    worst_overflow = overflow.astype(np.int8).copy()
+    # worst level among leaves below (or the node itself if a leaf), then the first such leaf
+    leaf_worst = np.where(leaf, level, NONE).astype(np.int8)
+    order = np.arange(count, dtype=np.int32)
+    groups = _depth_groups(depth)
+    for group in groups:  # deepest first
+        group = group[parent[group] >= 0]
+        if not len(group):
+            continue
+        up = parent[group]
+        np.add.at(error_leaves, up, error_leaves[group])
+        np.add.at(warning_leaves, up, warning_leaves[group])
+        np.add.at(unmatched_leaves, up, unmatched_leaves[group])
+        np.add.at(overflow_leaves, up, overflow_leaves[group])
+        np.maximum.at(worst_overflow, up, worst_overflow[group])
+        np.maximum.at(leaf_worst, up, leaf_worst[group])
+    first_leaf = np.full(count, np.iinfo(np.int32).max, np.int32)
+    first_leaf[leaf & (level >= 0)] = order[leaf & (level >= 0)]
+    target = leaf_worst.copy()  # each node looks for its first leaf at its own leaf_worst
+    for group in groups:
+        group = group[parent[group] >= 0]
+        if not len(group):
+            continue
+        up = parent[group]
+        eligible = (leaf_worst[group] == target[up]) & (leaf_worst[group] >= 0)
+        if eligible.any():
+            np.minimum.at(first_leaf, up[eligible], first_leaf[group[eligible]])
+    has_leaf = leaf_worst >= 0
+    worst_level = np.where(has_leaf & (leaf_worst >= level), leaf_worst, level).astype(np.int8)
+    worst_node = np.where(has_leaf & (leaf_worst >= level), first_leaf, np.where(level >= 0, order, NONE))
+    worst_node = np.where(worst_node == np.iinfo(np.int32).max, NONE, worst_node).astype(np.int32)
+    columns.update(
+        worst_level=worst_level,
+        worst_node=worst_node,
+        error_leaves=error_leaves,
+        warning_leaves=warning_leaves,
+        unmatched_leaves=unmatched_leaves,
+        worst_overflow=worst_overflow,
+        overflow_leaves=overflow_leaves,
+    )
+
+
+def _depth_groups(depth: npt.NDArray[Any]) -> list[npt.NDArray[np.intp]]:
+    """Node indexes grouped by depth, deepest group first."""
+    by_depth = np.argsort(depth, kind="stable")[::-1]
+    boundaries = np.flatnonzero(np.diff(depth[by_depth])) + 1
+    return [group for group in np.split(by_depth, boundaries) if len(group)]
+
+
+def structure(parent_of: Sequence[int] | npt.NDArray[Any]) -> dict[str, npt.NDArray[Any]]:
+    """parent / depth / child_count / exec_order from post-ordered parent indexes.
+
+    In post-order a subtree is the contiguous run ending at its root, so a node's pre-order
+    position is the count of nodes before its subtree plus its number of ancestors.
+    """
+    parent = np.asarray(parent_of, dtype=np.int32)
+    count = len(parent)
+    child_count = np.bincount(parent[parent >= 0], minlength=count).astype(np.int32)
+    depth = np.zeros(count, np.int16)
+    ancestor = parent.copy()
+    while (alive := ancestor >= 0).any():  # pointer chasing: one vector step per tree level
+        depth += alive
+        ancestor = np.where(alive, parent[np.maximum(ancestor, 0)], NONE)
+    subtree = np.ones(count, np.int64)
+    for group in _depth_groups(depth):
+        group = group[parent[group] >= 0]
+        np.add.at(subtree, parent[group], subtree[group])
+    exec_order = (np.arange(count) - subtree + 1 + depth).astype(np.int32)
+    return {"parent": parent, "exec_order": exec_order, "depth": depth, "child_count": child_count}
+
+
+def write(conn: sqlite3.Connection, graph_id: str, names: Iterable[str], columns: dict[str, npt.NDArray[Any]]) -> None:
+    rows: list[tuple[str, str, str, bytes]] = [
+        (graph_id, "names", "utf8", NAME_SEPARATOR.join(names).encode("utf-8"))
+    ]
+    for name, dtype in COLUMNS.items():
+        rows.append((graph_id, name, dtype, np.ascontiguousarray(columns[name], dtype=dtype).tobytes()))
+    conn.executemany("INSERT OR REPLACE INTO gb_arrays (graph_id, name, dtype, data) VALUES (?, ?, ?, ?)", rows)
+
+
+def read(conn: sqlite3.Connection, graph_id: str) -> GraphArrays | None:
+    """The stored arrays of one graph, or None (a file msprobe wrote: use ``derive``)."""
+    try:
+        rows = conn.execute("SELECT name, dtype, data FROM gb_arrays WHERE graph_id = ?", (graph_id,)).fetchall()
+    except sqlite3.OperationalError:
+        return None
+    if not rows:
+        return None
+    names: list[str] = []
+    columns: dict[str, npt.NDArray[Any]] = {}
+    for name, dtype, data in rows:
+        if name == "names":
+            names = data.decode("utf-8").split(NAME_SEPARATOR) if data else []
+        else:
+            columns[name] = np.frombuffer(data, dtype=dtype)
+    return GraphArrays(names, columns)
