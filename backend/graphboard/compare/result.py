@@ -73,9 +73,16 @@ class NodeComparison:
         return None if self.level is None else PRECISION_INDEX[self.level]
 
     @property
-    def introduces_error(self) -> bool:
-        """Inputs pass but an output fails: the error starts here."""
-        if self.level is not Level.ERROR:
-            return False
-        inputs_pass = all(row.level is Level.PASS for row in self.rows if not row.is_output)
-        return inputs_pass and any(row.level is Level.ERROR for row in self.rows if row.is_output)
+    def introduced_level(self) -> Level | None:
+        """The level of a divergence that starts here, or None.
+
+        It starts here when every input tensor agrees (passes) and yet the node is flagged,
+        by an output or by an argument that differs (e.g. GELU's ``approximate``).
+        """
+        if self.level is None or self.level is Level.PASS:
+            return None
+        for row in self.rows:
+            param = row.npu or row.bench
+            if not row.is_output and param is not None and param.is_tensor and row.level is not Level.PASS:
+                return None
+        return self.level

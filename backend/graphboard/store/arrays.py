@@ -34,7 +34,7 @@ COLUMNS: dict[str, str] = {
     "matched": "int8",
     "counterpart": "int32",  # node_order of the paired node in the other side's graph, -1
     "level": "int8",  # own precision level
-    "introduced": "int8",  # 1: inputs pass, outputs fail (the error starts here)
+    "introduced": "int8",  # a divergence starts here: 0 no, 1 a warning, 2 an error
     "overflow": "int8",
     "worst_level": "int8",  # of the node and its descendants
     "worst_node": "int32",  # first leaf (else the node) at worst_level, -1

@@ -143,8 +143,9 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
         if node_level is not None:
             level[index] = node_level
         comparison: NodeComparison | None = node.comparison
-        if comparison is not None and comparison.introduces_error:
-            introduced[index] = 1
+        introduced_level = comparison.introduced_level if comparison is not None else None
+        if introduced_level is not None:
+            introduced[index] = introduced_level
         if node.overflow:
             overflow[index] = arrays.OVERFLOW_CODES[node.overflow]
     columns = arrays.structure(parent)
