@@ -1,0 +1,155 @@
+"""Per-step rank topology: which ranks send data to which, and where that traffic went wrong.
+
+One networkx ``DiGraph`` per (side, step): ranks are nodes (``in_dump`` False for a rank that
+others name as a peer but that is absent from the dump), and an edge ``a -> b`` aggregates
+every transfer of data from rank a to rank b, weighted by ``ops``. A collective where every
+member exchanges with every other (all_reduce ...) counts in both directions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+import networkx as nx
+import orjson
+
+from graphboard.store.links import EdgeRow, RankRow
+
+GraphKey = tuple[str, int]  # (side, step)
+
+
+class Transfer(NamedTuple):
+    """Data that went (or should have gone) from ``source`` rank to ``target`` rank."""
+
+    side: str
+    step: int
+    source: int
+    target: int
+    api: str
+    verdict: str  # consistent | mismatch | unknown
+    linked: bool  # False: the peer's call was not found
+
+
+def build_topologies(
+    transfers: Iterable[Transfer], dumped: Mapping[GraphKey, Iterable[int]]
+) -> dict[GraphKey, nx.DiGraph]:
+    graphs: dict[GraphKey, nx.DiGraph] = {}
+
+    def graph_for(key: GraphKey) -> nx.DiGraph:
+        graph = graphs.get(key)
+        if graph is None:
+            graph = graphs[key] = nx.DiGraph(side=key[0], step=key[1])
+            graph.add_nodes_from(dumped.get(key, ()), in_dump=True)
+        return graph
+
+    for key in dumped:
+        graph_for(key)
+    for transfer in transfers:
+        graph = graph_for((transfer.side, transfer.step))
+        for rank in (transfer.source, transfer.target):
+            if rank not in graph:
+                graph.add_node(rank, in_dump=False)
+        edge = graph.get_edge_data(transfer.source, transfer.target)
+        if edge is None:
+            graph.add_edge(
+                transfer.source,
+                transfer.target,
+                ops=0,
+                mismatches=0,
+                unknown=0,
+                unlinked=0,
+                apis=Counter(),
+            )
+            edge = graph[transfer.source][transfer.target]
+        edge["ops"] += 1
+        edge["apis"][transfer.api] += 1
+        if not transfer.linked:
+            edge["unlinked"] += 1
+        elif transfer.verdict == "mismatch":
+            edge["mismatches"] += 1
+        elif transfer.verdict == "unknown":
+            edge["unknown"] += 1
+    return graphs
+
+
+def _edge_status(graph: nx.DiGraph, source: int, target: int, edge: dict[str, Any]) -> str:
+    if not (graph.nodes[source]["in_dump"] and graph.nodes[target]["in_dump"]):
+        return "missing"
+    if edge["mismatches"]:
+        return "mismatch"
+    if edge["unlinked"]:
+        return "unlinked"
+    return "ok"
+
+
+def _components(graph: nx.DiGraph) -> dict[int, int]:
+    """Component number per rank, numbered in order of each component's lowest rank."""
+    components = sorted(nx.weakly_connected_components(graph), key=min)
+    return {rank: index for index, members in enumerate(components) for rank in members}
+
+
+def topology_rows(graphs: Mapping[GraphKey, nx.DiGraph]) -> tuple[list[EdgeRow], list[RankRow]]:
+    edges: list[EdgeRow] = []
+    ranks: list[RankRow] = []
+    for (side, step), graph in sorted(graphs.items()):
+        for source, target, edge in graph.edges(data=True):
+            edges.append(
+                EdgeRow(
+                    side,
+                    step,
+                    source,
+                    target,
+                    edge["ops"],
+                    edge["mismatches"],
+                    edge["unknown"],
+                    edge["unlinked"],
+                    orjson.dumps(dict(sorted(edge["apis"].items()))).decode(),
+                    _edge_status(graph, source, target, edge),
+                )
+            )
+        component = _components(graph)
+        out_ops = dict(graph.out_degree(weight="ops"))
+        in_ops = dict(graph.in_degree(weight="ops"))
+        for rank, attributes in sorted(graph.nodes(data=True)):
+            peers = set(graph.successors(rank)) | set(graph.predecessors(rank))
+            ranks.append(
+                RankRow(
+                    side,
+                    step,
+                    rank,
+                    1 if attributes["in_dump"] else 0,
+                    out_ops[rank],
+                    in_ops[rank],
+                    len(peers - {rank}),
+                    component[rank],
+                )
+            )
+    return edges, ranks
+
+
+def topology_counts(graphs: Mapping[GraphKey, nx.DiGraph]) -> dict[str, Any]:
+    """What gb_meta "links" says about the topology: sizes and where it went wrong."""
+    edges = mismatched = missing = 0
+    components: dict[str, int] = {}
+    absent: dict[str, list[int]] = {}
+    for (side, step), graph in sorted(graphs.items()):
+        label = f"{side}/{step}"
+        for source, target, edge in graph.edges(data=True):
+            edges += 1
+            status = _edge_status(graph, source, target, edge)
+            mismatched += status == "mismatch"
+            missing += status == "missing"
+        if graph.number_of_nodes():
+            components[label] = nx.number_weakly_connected_components(graph)
+        not_dumped = sorted(rank for rank, in_dump in graph.nodes(data="in_dump") if not in_dump)
+        if not_dumped:
+            absent[label] = not_dumped
+    return {
+        "edges": edges,
+        "edges_with_mismatch": mismatched,
+        "edges_to_missing_ranks": missing,
+        "components": components,
+        "missing_ranks": absent,
+    }
