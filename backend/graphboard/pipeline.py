@@ -269,8 +269,12 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
         conn = writer.open_new_db(temp)
         for part in parts:
             writer.merge_part(conn, part)
+        sides = (NPU, BENCH) if options.compare else (NPU,)
         link_summary = link_ranks(
-            conn, [node for result in results for node in result.comm_nodes], options.overflow_check
+            conn,
+            [node for result in results for node in result.comm_nodes],
+            options.overflow_check,
+            dumped=[(side, result.step, result.rank) for result in results for side in sides],
         )
         warnings.extend(link_summary.warnings)
         for result in results:
