@@ -1,0 +1,148 @@
+"""Per-graph columns as the reader serves them, cached in memory by file identity.
+
+A :class:`GraphView` is a graph's ``gb_arrays`` columns with what changed since the build
+applied: manual matches (graphboard's overlay) and rows msprobe's viewer re-matched in place
+(``modified = 1``), with the roll-ups recomputed by the builder's own ``arrays.roll_up``.
+
+Views are a cache, not state: the key is the file's identity (path, size, mtime, inode and
+SQLite's change counter, which every committed write bumps), so a write simply makes new
+views and old ones age out. The cache is bounded by the total number of nodes it holds.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphboard.store.name_index import NameIndex
+
+_CHANGE_COUNTER = slice(24, 28)  # SQLite header: bumped by every commit in rollback mode
+
+
+@dataclass(frozen=True, slots=True)
+class GraphKey:
+    """One graph of a file: a side (``NPU`` / ``Bench``), a step and a rank."""
+
+    side: str
+    step: int
+    rank: int
+
+    @property
+    def graph_id(self) -> str:
+        return f"{self.side}_{self.step}_{self.rank}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    path: str
+    size: int
+    mtime_ns: int
+    inode: int
+    change_counter: int
+    wal: tuple[int, int] | None  # size and mtime of a -wal file, if any
+
+
+def file_identity(path: Path) -> FileIdentity:
+    status = path.stat()
+    with path.open("rb") as handle:
+        header = handle.read(100)
+    wal_path = path.with_name(path.name + "-wal")
+    try:
+        wal_status = wal_path.stat()
+        wal: tuple[int, int] | None = (wal_status.st_size, wal_status.st_mtime_ns)
+    except OSError:
+        wal = None
+    return FileIdentity(
+        str(path.resolve()),
+        status.st_size,
+        status.st_mtime_ns,
+        status.st_ino,
+        int.from_bytes(header[_CHANGE_COUNTER], "big") if len(header) >= 28 else 0,
+        wal,
+    )
+
+
+@dataclass(slots=True, eq=False)
+class GraphView:
+    key: GraphKey
+    names: list[str]  # by node_order
+    columns: dict[str, npt.NDArray[Any]]  # arrays.COLUMNS, by node_order
+    compared: bool
+    precision: dict[int, float | None] = field(default_factory=dict)  # changed since the build
+    manual: frozenset[int] = frozenset()  # node orders a user (un)paired
+    base_level: dict[int, int] = field(default_factory=dict)  # level before the change
+    _exec_perm: npt.NDArray[Any] | None = None
+    _name_index: NameIndex | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def exec_perm(self) -> npt.NDArray[Any]:
+        """Node orders in execution order (``exec_perm[exec_order] == node_order``)."""
+        if self._exec_perm is None:
+            with self._lock:
+                if self._exec_perm is None:
+                    perm = np.empty(len(self.names), np.int32)
+                    perm[self.columns["exec_order"]] = np.arange(len(self.names), dtype=np.int32)
+                    self._exec_perm = perm
+        return self._exec_perm
+
+    @property
+    def name_index(self) -> NameIndex:
+        if self._name_index is None:
+            perm = self.exec_perm
+            with self._lock:
+                if self._name_index is None:
+                    names = self.names
+                    self._name_index = NameIndex([names[order] for order in perm])
+        return self._name_index
+
+
+class ViewCache:
+    """Least-recently-used views, holding at most ``max_nodes`` nodes in all."""
+
+    def __init__(self, max_nodes: int) -> None:
+        self.max_nodes = max_nodes
+        self._views: OrderedDict[tuple[Any, ...], GraphView] = OrderedDict()
+        self._nodes = 0
+        self._lock = threading.Lock()
+        self._loading: dict[tuple[Any, ...], threading.Lock] = defaultdict(threading.Lock)
+
+    def get(self, key: tuple[Any, ...], load: Callable[[], GraphView]) -> GraphView:
+        with self._lock:
+            view = self._views.get(key)
+            if view is not None:
+                self._views.move_to_end(key)
+                return view
+            loading = self._loading[key]
+        with loading:  # one load per key; other requests for it wait
+            with self._lock:
+                view = self._views.get(key)
+                if view is not None:
+                    return view
+            view = load()
+            with self._lock:
+                self._views[key] = view
+                self._nodes += len(view)
+                while self._nodes > self.max_nodes and len(self._views) > 1:
+                    _old_key, old = self._views.popitem(last=False)
+                    self._nodes -= len(old)
+                self._loading.pop(key, None)
+        return view
+
+    def clear(self) -> None:
+        with self._lock:
+            self._views.clear()
+            self._nodes = 0
+
+
+VIEWS = ViewCache(max_nodes=8_000_000)

@@ -1,0 +1,285 @@
+"""Sidecars: graphboard's per-graph columns derived for msprobe-written .vis.db files.
+
+A file msprobe wrote has only ``tb_*`` tables. Its ``gb_arrays`` columns (structure, levels,
+match state, roll-ups) and ``gb_graphs`` rows are derived from ``tb_nodes`` once, with the
+builder's own :func:`graphboard.store.arrays.structure` and :func:`~graphboard.store.arrays.roll_up`,
+and kept in a sidecar database in a cache folder, so the reader serves both kinds of file the
+same way and the user's file is never written.
+
+A sidecar's name carries a stamp of its source (path, size, mtime, inode): a changed source
+gets a fresh sidecar and stale ones are removed. Used only by :mod:`graphboard.store.reader`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import secrets
+import sqlite3
+import threading
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from graphboard.compare.engine import level_of_precision
+from graphboard.compare.result import Level
+from graphboard.errors import StoreError
+from graphboard.store import arrays, schema
+
+SIDECAR_VERSION = 1
+_SUFFIX = ".sidecar.db"
+_build_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+_build_locks_guard = threading.Lock()
+_LEVEL_OF_RESULT = {level.label: level for level in Level}
+
+
+def _path_key(source: Path) -> str:
+    return hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:16]
+
+
+def _stamp(source: Path) -> str:
+    status = source.stat()
+    text = f"{SIDECAR_VERSION}:{status.st_size}:{status.st_mtime_ns}:{status.st_ino}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def sidecar_path(source: Path, cache_dir: Path) -> Path:
+    """Where the sidecar of ``source`` in its current state lives (it may not exist yet)."""
+    return cache_dir / f"{_path_key(source)}-{_stamp(source)}{_SUFFIX}"
+
+
+def _lock_for(key: str) -> threading.Lock:
+    with _build_locks_guard:
+        return _build_locks[key]
+
+
+def ensure_sidecar(source: Path, source_conn: sqlite3.Connection, cache_dir: Path) -> Path:
+    """The up-to-date sidecar of ``source``, derived through ``source_conn`` if missing."""
+    target = sidecar_path(source, cache_dir)
+    if target.exists():
+        return target
+    with _lock_for(_path_key(source)):
+        if target.exists():  # another request derived it while this one waited
+            return target
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"{cache_dir}: cannot create the cache folder for derived indexes: {error.strerror or error}"
+            ) from None
+        temp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            _build(source_conn, temp)
+            os.replace(temp, target)
+        finally:
+            temp.unlink(missing_ok=True)
+        _remove_stale(target)
+    return target
+
+
+def restamp(before: Path, source: Path, cache_dir: Path) -> None:
+    """graphboard wrote only its own tables into ``source``: the sidecar derived before the
+    write (``before``) still holds, so give it the new stamp instead of deriving again."""
+    with contextlib.suppress(OSError):
+        os.replace(before, sidecar_path(source, cache_dir))
+
+
+def _remove_stale(current: Path) -> None:
+    prefix = current.name.split("-", 1)[0] + "-"
+    for sibling in current.parent.glob(f"{prefix}*{_SUFFIX}"):
+        if sibling != current:
+            sibling.unlink(missing_ok=True)
+
+
+def connect_sidecar(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(
+        path.resolve().as_uri() + "?mode=ro",
+        uri=True,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+
+
+# --- derivation ----------------------------------------------------------------------------
+
+
+def _counterpart_name(link: str | None) -> str | None:
+    """msprobe's matched_node_link ends with the counterpart; ``[]`` means unmatched."""
+    if not link or link in ("[]", "null"):
+        return None
+    try:
+        names = orjson.loads(link)
+    except orjson.JSONDecodeError:
+        return None
+    return str(names[-1]) if isinstance(names, list) and names else None
+
+
+def introduced_level(level: int, input_data: dict[str, Any]) -> int:
+    """The level of a divergence that starts at a flagged node, read from the ``Result`` of
+    its stored rows: 0 unless every input tensor passed (as ``NodeComparison.introduced_level``)."""
+    if level <= Level.PASS:
+        return 0
+    for shown in input_data.values():
+        if not isinstance(shown, dict) or "value" in shown:
+            continue  # not a tensor
+        result = _LEVEL_OF_RESULT.get(str(shown.get("Result", "pass")).lower(), Level.PASS)
+        if result is not Level.PASS:
+            return 0
+    return level
+
+
+class _Graph:
+    """The rows of one (side, step, rank) that the columns are derived from."""
+
+    def __init__(self, conn: sqlite3.Connection, side: str, step: int, rank: int) -> None:
+        self.side, self.step, self.rank = side, step, rank
+        rows = conn.execute(
+            """SELECT node_order, node_name, up_node, precision_index, overflow_level,
+                      matched_node_link
+               FROM tb_nodes WHERE step = ? AND rank = ? AND data_source = ? ORDER BY node_order""",
+            (step, rank, side),
+        ).fetchall()
+        orders = [int(row[0]) for row in rows]
+        if orders != list(range(len(rows))):
+            raise StoreError(
+                f"graph {side} step {step} rank {rank}: node_order is not 0..{len(rows) - 1}; "
+                "expected msprobe's post-order numbering"
+            )
+        self.names = [str(row[1]) for row in rows]
+        self.parents = [str(row[2] or "") for row in rows]
+        self.precisions = [row[3] for row in rows]
+        self.overflows = [row[4] for row in rows]
+        self.links = [row[5] for row in rows]
+        self.order_of = {name: index for index, name in enumerate(self.names)}
+
+
+def _columns(
+    conn: sqlite3.Connection, graph: _Graph, other: _Graph | None
+) -> dict[str, np.ndarray[Any, Any]]:
+    count = len(graph.names)
+    parent = np.fromiter(
+        (graph.order_of.get(name, arrays.NONE) if name else arrays.NONE for name in graph.parents),
+        np.int32,
+        count,
+    )
+    columns = arrays.structure(parent)
+    level = np.full(count, arrays.NONE, np.int8)
+    overflow = np.zeros(count, np.int8)
+    matched = np.full(count, arrays.NONE if other is None else 0, np.int8)
+    counterpart = np.full(count, arrays.NONE, np.int32)
+    introduced = np.zeros(count, np.int8)
+    for index in range(count):
+        node_level = level_of_precision(graph.precisions[index])
+        if node_level is not None:
+            level[index] = node_level
+        code = arrays.OVERFLOW_CODES.get(graph.overflows[index] or "")
+        if code:
+            overflow[index] = code
+        if other is not None:
+            name = _counterpart_name(graph.links[index])
+            if name is not None:
+                matched[index] = 1
+                counterpart[index] = other.order_of.get(name, arrays.NONE)
+    for flagged in np.flatnonzero(level > Level.PASS):
+        index = int(flagged)
+        found = conn.execute(
+            "SELECT input_data FROM tb_nodes WHERE step = ? AND rank = ? AND data_source = ? AND node_name = ?",
+            (graph.step, graph.rank, graph.side, graph.names[index]),
+        ).fetchone()
+        input_data = orjson.loads(found[0]) if found and found[0] else {}
+        introduced[index] = introduced_level(int(level[index]), input_data)
+    columns.update(
+        level=level,
+        overflow=overflow,
+        matched=matched,
+        counterpart=counterpart,
+        introduced=introduced,
+    )
+    arrays.roll_up(columns, other is not None)
+    return columns
+
+
+def _first_introduced(graph: _Graph, introduced: np.ndarray[Any, Any]) -> str | None:
+    for level in (Level.ERROR, Level.WARNING):
+        found = np.flatnonzero(introduced == level)
+        if len(found):
+            return graph.names[int(found[0])]
+    return None
+
+
+def _build(source: sqlite3.Connection, temp: Path) -> None:
+    config = source.execute(
+        "SELECT graph_type, task, micro_steps FROM tb_config LIMIT 1"
+    ).fetchone()
+    compared = config is not None and config[0] == "compare"
+    task = config[1] if config is not None else None
+    keys = [
+        (int(step), int(rank))
+        for step, rank in source.execute(
+            "SELECT DISTINCT step, rank FROM tb_nodes ORDER BY step, rank"
+        )
+    ]
+    sidecar = sqlite3.connect(temp, isolation_level=None)
+    try:
+        sidecar.execute("PRAGMA journal_mode=OFF")
+        sidecar.execute("PRAGMA synchronous=OFF")
+        sidecar.executescript(schema.GRAPHBOARD_TABLES + arrays.DDL)
+        sidecar.execute("BEGIN")
+        for step, rank in keys:
+            graphs = {side: _Graph(source, side, step, rank) for side in ("NPU", "Bench")}
+            present = {side: graph for side, graph in graphs.items() if graph.names}
+            for side, graph in present.items():
+                other = present.get("Bench" if side == "NPU" else "NPU") if compared else None
+                columns = _columns(source, graph, other)
+                graph_id = f"{side}_{step}_{rank}"
+                arrays.write(sidecar, graph_id, graph.names, columns)
+                _write_graph_row(sidecar, graph, columns, compared, task, config)
+        sidecar.execute(
+            "INSERT INTO gb_meta (key, value) VALUES ('sidecar_version', ?)",
+            (str(SIDECAR_VERSION),),
+        )
+        sidecar.execute("COMMIT")
+        sidecar.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        sidecar.close()
+
+
+def _write_graph_row(
+    sidecar: sqlite3.Connection,
+    graph: _Graph,
+    columns: dict[str, np.ndarray[Any, Any]],
+    compared: bool,
+    task: str | None,
+    config: Any,
+) -> None:
+    count = len(graph.names)
+    matched = int((columns["matched"] == 1).sum())
+    levels = columns["level"]
+    sidecar.execute(
+        "INSERT INTO gb_graphs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            f"{graph.side}_{graph.step}_{graph.rank}",
+            graph.side,
+            graph.step,
+            graph.rank,
+            None,
+            task,
+            None,
+            None,
+            count,
+            int(config[2] or 1) if config is not None else 1,
+            matched if compared else None,
+            count - matched if compared else None,
+            int((levels == Level.PASS).sum()) if compared else None,
+            int((levels == Level.WARNING).sum()) if compared else None,
+            int((levels == Level.ERROR).sum()) if compared else None,
+            _first_introduced(graph, columns["introduced"]) if compared else None,
+            "[]",
+            "[]",
+            "[]",
+        ),
+    )
