@@ -134,6 +134,18 @@ def _run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from graphboard.server.app import create_app
+    from graphboard.server.settings import Settings
+
+    given = {"data_dir": args.data_dir, "host": args.host, "port": args.port}
+    settings = Settings(**{name: value for name, value in given.items() if value is not None})
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
+    return 0
+
+
 def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return run(args)
@@ -165,6 +177,15 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     build = commands.add_parser("build", help="same as graph_build", allow_abbrev=False)
     _add_build_arguments(build)
     build.set_defaults(run=_run_build)
+    serve = commands.add_parser(
+        "serve", help="serve every .vis.db under a folder over HTTP (API docs at /docs)"
+    )
+    serve.add_argument(
+        "--data-dir", type=Path, help="folder to serve (default: GRAPHBOARD_DATA_DIR or .)"
+    )
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.set_defaults(run=_run_serve)
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)
 
