@@ -55,7 +55,7 @@ class Session:
         # collectives never waited on. Run at the end of each backward pass and at stop.
         self._backward_finishers: dict[int, Finisher] = {}
         self._stop_finishers: dict[int, Finisher] = {}
-        self._end_of_backward_queued = False
+        self._callback_graph_task: int | None = None  # the backward pass our callback waits on
 
     # Guard -------------------------------------------------------------------------------
 
@@ -152,8 +152,11 @@ class Session:
         with self._lock:
             self._backward_finishers[id(key)] = finisher
             self._stop_finishers[id(key)] = finisher
-            if not self._end_of_backward_queued:
-                self._end_of_backward_queued = True
+            # Once per backward pass: a pass that raised never runs its callbacks, so a flag
+            # alone would stay set; the graph task id tells the next pass apart.
+            graph_task = torch._C._current_graph_task_id()
+            if graph_task != self._callback_graph_task:
+                self._callback_graph_task = graph_task
                 engine: Any = torch.autograd.Variable._execution_engine
                 engine.queue_callback(self._end_of_backward)
 
@@ -168,7 +171,7 @@ class Session:
 
     def _end_of_backward(self) -> None:
         with self._lock:
-            self._end_of_backward_queued = False
+            self._callback_graph_task = None
             pending = list(self._backward_finishers.values())
             self._backward_finishers.clear()
         for finisher in pending:
