@@ -1,0 +1,1 @@
+"""graphboard's HTTP service: the read API over .vis.db files, manual matching, the catalog."""

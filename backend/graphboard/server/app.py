@@ -1,0 +1,65 @@
+"""``create_app(settings)``: the FastAPI application, and the hooks to extend it.
+
+More routers (pages, uploads, jobs) are added to ``routes.API_ROUTERS`` or passed as
+``create_app(settings, routers=[...])``; static files are mounted with :func:`mount_static`
+(``settings.static_dir`` is mounted at ``/static`` when set) and page shells rendered with
+``app.state.templates`` (a ``Jinja2Templates`` on ``settings.templates_dir``, when set).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from graphboard import __version__
+from graphboard.errors import GraphboardError
+from graphboard.server.catalog import Catalog
+from graphboard.server.errors import install_error_handlers
+from graphboard.server.routes import API_ROUTERS
+from graphboard.server.security import SecurityHeaders
+from graphboard.server.settings import Settings
+from graphboard.store.graph_views import VIEWS
+
+
+def mount_static(app: FastAPI, url_path: str, directory: Path, name: str = "static") -> None:
+    """Serve ``directory`` at ``url_path`` (ES modules, CSS...), behind the security headers."""
+    app.mount(url_path, StaticFiles(directory=directory), name=name)
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    catalog: Catalog = app.state.catalog
+    catalog.migrate()  # the schema is current before the first request
+    yield
+    catalog.dispose()
+
+
+def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter] = ()) -> FastAPI:
+    settings = settings or Settings()
+    if not settings.data_root.is_dir():
+        raise GraphboardError(
+            f"{settings.data_dir}: the data dir does not exist or is not a folder"
+        )
+    app = FastAPI(
+        title="graphboard",
+        version=__version__,
+        summary="Compare a target run with a golden run, layer by layer: .vis.db files over HTTP.",
+        lifespan=_lifespan,
+    )
+    app.state.settings = settings
+    app.state.catalog = Catalog(settings.catalog_url)
+    VIEWS.max_nodes = settings.view_cache_nodes
+    app.add_middleware(SecurityHeaders)
+    install_error_handlers(app)
+    for router in (*API_ROUTERS, *routers):
+        app.include_router(router)
+    if settings.static_dir is not None:
+        mount_static(app, "/static", settings.static_dir)
+    if settings.templates_dir is not None:
+        app.state.templates = Jinja2Templates(directory=settings.templates_dir)
+    return app

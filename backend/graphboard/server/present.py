@@ -1,0 +1,167 @@
+"""Reader results -> response models: colours, type names and the paired parameter rows."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from graphboard.compare.engine import pair_params
+from graphboard.dump.records import Param
+from graphboard.graph.model import NodeType
+from graphboard.server import schemas
+from graphboard.store.param_parse import params_from_display, split_fields
+from graphboard.store.reader import FileConfig, GraphStats, NodeRecord, NodeSummary
+
+_TYPE_NAMES: dict[int, schemas.NodeTypeName] = {
+    NodeType.MODULE: "module",
+    NodeType.API: "api",
+    NodeType.API_COLLECTION: "api_collection",
+}
+
+
+def node_out(summary: NodeSummary, side: str, config: FileConfig) -> schemas.NodeOut:
+    return schemas.NodeOut(
+        name=summary.name,
+        parent=summary.parent,
+        type=summary.node_type,
+        type_name=_TYPE_NAMES.get(summary.node_type, "other"),
+        node_order=summary.node_order,
+        exec_order=summary.exec_order,
+        depth=summary.depth,
+        child_count=summary.child_count,
+        micro_step=summary.micro_step,
+        precision_index=summary.precision_index,
+        level=cast(schemas.LevelName | None, summary.level),
+        color=config.color_of(side, summary.precision_index, summary.matched),
+        overflow=summary.overflow,
+        matched=summary.matched,
+        counterpart=summary.counterpart,
+        introduced=cast(schemas.LevelName | None, summary.introduced),
+        manual=summary.manual,
+        modified=summary.modified,
+        rollup=schemas.RollupOut(
+            worst_level=cast(schemas.LevelName | None, summary.worst_level),
+            worst_node=summary.worst_node,
+            error_leaves=summary.error_leaves,
+            warning_leaves=summary.warning_leaves,
+            unmatched_leaves=summary.unmatched_leaves,
+            overflow_leaves=summary.overflow_leaves,
+            worst_overflow=cast(schemas.OverflowName | None, summary.worst_overflow),
+        ),
+    )
+
+
+def nodes_out(summaries: list[NodeSummary], side: str, config: FileConfig) -> list[schemas.NodeOut]:
+    return [node_out(summary, side, config) for summary in summaries]
+
+
+def config_out(config: FileConfig) -> schemas.GraphConfigOut:
+    return schemas.GraphConfigOut(
+        graph_type=config.graph_type,
+        data_mode=config.data_mode,
+        micro_steps=config.micro_steps,
+        overflow_check=config.overflow_check,
+        node_colors=config.node_colors,
+        tool_tip=config.tool_tip,
+        ranks=config.ranks,
+        steps=config.steps,
+    )
+
+
+def stats_out(stats: GraphStats) -> schemas.GraphStatsOut:
+    return schemas.GraphStatsOut(
+        side=stats.side,
+        step=stats.step,
+        rank=stats.rank,
+        node_count=stats.node_count,
+        micro_steps=stats.micro_steps,
+        matched=stats.matched,
+        unmatched=stats.unmatched,
+        pass_count=stats.pass_count,
+        warning_count=stats.warning_count,
+        error_count=stats.error_count,
+        first_error=stats.first_error,
+    )
+
+
+def side_out(record: NodeRecord, side: str, config: FileConfig) -> schemas.NodeSideOut:
+    return schemas.NodeSideOut(
+        side=side,
+        node=node_out(record.summary, side, config),
+        stack=record.stack,
+        parallel_merge_info=record.parallel_merge_info,
+        matched_distributed=record.matched_distributed,
+        dump_data_dir=record.dump_data_dir,
+    )
+
+
+def _stored(record: NodeRecord) -> dict[str, dict[str, Any]]:
+    """Full parameter name -> stored dict, inputs then outputs."""
+    stored: dict[str, dict[str, Any]] = {}
+    for data in (record.input_data, record.output_data):
+        for name, shown in data.items():
+            if isinstance(shown, dict):
+                stored[name] = shown
+    return stored
+
+
+def _params(record: NodeRecord | None) -> list[Param]:
+    if record is None:
+        return []
+    return params_from_display(record.summary.name, record.input_data, record.output_data)
+
+
+def paired_rows(target: NodeRecord | None, golden: NodeRecord | None) -> list[schemas.ParamRowOut]:
+    """Target and golden parameters side by side, paired by name as the builder pairs them
+    (``compare.engine.pair_params``), by position only where the names cannot agree."""
+    target_params, golden_params = _params(target), _params(golden)
+    target_stored = _stored(target) if target is not None else {}
+    golden_stored = _stored(golden) if golden is not None else {}
+    pairs: list[tuple[Param | None, Param | None, str | None]]
+    if target is not None and golden is not None:
+        rows = pair_params(target_params, golden_params)
+        pairs = [(row.npu, row.bench, row.paired_by) for row in rows]
+    else:
+        pairs = [(param, None, None) for param in target_params] + [
+            (None, param, None) for param in golden_params
+        ]
+    out: list[schemas.ParamRowOut] = []
+    for npu, bench, paired_by in pairs:
+        any_param = npu or bench
+        assert any_param is not None
+        target_fields = golden_fields = None
+        comparison: dict[str, Any] = {}
+        if npu is not None and target is not None:
+            name = npu.full_name(target.summary.name)
+            own, comparison = split_fields(target_stored.get(name, {}))
+            target_fields = schemas.ParamFields(name=name, fields=own)
+        if bench is not None and golden is not None:
+            name = bench.full_name(golden.summary.name)
+            own, _ignored = split_fields(golden_stored.get(name, {}))
+            golden_fields = schemas.ParamFields(name=name, fields=own)
+        result = comparison.get("Result")
+        out.append(
+            schemas.ParamRowOut(
+                role=any_param.role.value,
+                key=any_param.key,
+                paired_by=cast(Any, paired_by) if npu is not None and bench is not None else None,
+                target=target_fields,
+                golden=golden_fields,
+                comparison=comparison,
+                result=str(result) if result is not None else None,
+                messages=_messages(comparison.get("Err_message")),
+            )
+        )
+    return out
+
+
+def _messages(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return [value]
+        return [str(item) for item in parsed] if isinstance(parsed, list) else [value]
+    return [str(value)] if value else []

@@ -1,0 +1,166 @@
+"""Walking one graph: children pages, a node's two sides, paths, lookups, cross-rank peers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from graphboard.server import present, schemas
+from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit
+from graphboard.server.errors import NotFound
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+
+router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
+
+OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
+
+
+def require_node(db: VisDb, key: GraphKey, name: str) -> NodeSummary:
+    found = db.summary(key, name)
+    if found is None:
+        raise NotFound(
+            f"no {key.side} node {name!r} in step {key.step}, rank {key.rank}", code="unknown_node"
+        )
+    return found
+
+
+@router.get(
+    "/{graph:path}/children", response_model=schemas.ChildrenPage, summary="A page of children"
+)
+def children(
+    db: GraphDb,
+    key: ExistingGraph,
+    limit: PageLimit,
+    cursor: Cursor = None,
+    parent: Annotated[
+        str | None, Query(max_length=4096, description="omit for the root's children")
+    ] = None,
+    micro_step: Annotated[
+        int | None, Query(ge=0, description="only the root's children in this micro step")
+    ] = None,
+) -> schemas.ChildrenPage:
+    """The parent's children in execution (sibling) order, one page at a time: pass
+    ``next_cursor`` back as ``cursor``. Without ``parent``, the root and its children."""
+    if parent is None:
+        top = db.root(key)
+        if top is None:
+            raise NotFound("the graph has no root node", code="unknown_node")
+    else:
+        top = require_node(db, key, parent)
+    page = db.children(
+        key,
+        top.name,
+        after=cursor,
+        limit=limit,
+        micro_step=micro_step if top.parent is None else None,
+    )
+    config = db.config()
+    return schemas.ChildrenPage(
+        parent=present.node_out(top, key.side, config),
+        items=present.nodes_out(page.items, key.side, config),
+        next_cursor=page.next_cursor,
+    )
+
+
+@router.get(
+    "/{graph:path}/node", response_model=schemas.NodeDetailOut, summary="Both sides of a node"
+)
+def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailOut:
+    """The node and its counterpart: paired input/output rows (by name) with every stored
+    statistic, metric, result and message; stacks, merge info and cross-rank links."""
+    record = db.node(key, name)
+    if record is None:
+        require_node(db, key, name)
+        raise AssertionError("unreachable")
+    other_key = GraphKey(OTHER_SIDE.get(key.side, "Bench"), key.step, key.rank)
+    counterpart = None
+    if record.summary.counterpart and db.has_graph(other_key):
+        counterpart = db.node(other_key, record.summary.counterpart)
+    target, golden = (record, counterpart) if key.side == "NPU" else (counterpart, record)
+    config = db.config()
+    return schemas.NodeDetailOut(
+        target=present.side_out(target, "NPU", config) if target else None,
+        golden=present.side_out(golden, "Bench", config) if golden else None,
+        rows=present.paired_rows(target, golden),
+    )
+
+
+@router.get("/{graph:path}/path", response_model=schemas.PathOut, summary="A node's ancestors")
+def path(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.PathOut:
+    """Root first, down to the node's parent: what to expand to reveal the node."""
+    summary = require_node(db, key, name)
+    config = db.config()
+    return schemas.PathOut(
+        node=present.node_out(summary, key.side, config),
+        ancestors=present.nodes_out(db.ancestors(key, name) or [], key.side, config),
+    )
+
+
+def _located(db: VisDb, key: GraphKey, found: NodeSummary | None) -> schemas.LocatedOut:
+    config = db.config()
+    if found is None:
+        return schemas.LocatedOut(node=None, ancestors=[])
+    return schemas.LocatedOut(
+        node=present.node_out(found, key.side, config),
+        ancestors=present.nodes_out(db.ancestors(key, found.name) or [], key.side, config),
+    )
+
+
+@router.get(
+    "/{graph:path}/first-error",
+    response_model=schemas.LocatedOut,
+    summary="Where the first error is introduced",
+)
+def first_error(db: GraphDb, key: ExistingGraph) -> schemas.LocatedOut:
+    """The first node, in execution order, whose input tensors agree but which is flagged (an
+    error first, else a warning), with its ancestors; ``node`` is null when there is none."""
+    return _located(db, key, db.first_error(key))
+
+
+@router.get(
+    "/{graph:path}/worst",
+    response_model=schemas.LocatedOut,
+    summary="The worst descendant of a node",
+)
+def worst(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.LocatedOut:
+    """The first node in the subtree (itself included) at the subtree's worst level."""
+    require_node(db, key, name)
+    return _located(db, key, db.worst_descendant(key, name))
+
+
+@router.get("/{graph:path}/peers", response_model=schemas.PeersOut, summary="Cross-rank peers")
+def peers(
+    db: GraphDb,
+    name: NodeName,
+    step: Annotated[int, Query(ge=0)],
+    rank: Annotated[int, Query(ge=0)],
+    side: Annotated[schemas.Side, Query()] = "NPU",
+) -> schemas.PeersOut:
+    """A communication node's counterparts on other ranks, with their precision and overflow
+    as they are now (graphboard's links when the file has them, else msprobe's annotation)."""
+    key = GraphKey(side, step, rank)
+    if not db.has_graph(key):
+        raise NotFound(
+            f"the file has no {side} graph for step {step}, rank {rank}", code="unknown_graph_part"
+        )
+    require_node(db, key, name)
+    found = db.peers(key, name)
+    assert found is not None
+    config = db.config()
+    return schemas.PeersOut(
+        node=name,
+        communication=found.communication,
+        peers=[
+            schemas.PeerOut(
+                rank=peer.rank,
+                name=peer.name,
+                kind=peer.kind,
+                stored_precision=peer.stored_precision,
+                verdict=peer.verdict,
+                reason=peer.reason,
+                node=present.node_out(peer.node, side, config) if peer.node else None,
+            )
+            for peer in found.peers
+        ],
+    )

@@ -1,0 +1,281 @@
+"""Request and response models of the HTTP API (what ``/docs`` shows)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Side = Literal["NPU", "Bench"]
+LevelName = Literal["pass", "warning", "error"]
+OverflowName = Literal["medium", "high", "critical"]
+NodeTypeName = Literal["module", "api", "api_collection", "other"]
+
+
+class ApiModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+class ErrorBody(ApiModel):
+    code: str = Field(description="machine-readable reason, e.g. not_found, already_matched")
+    message: str = Field(description="what went wrong, for a person")
+    details: Any = None
+
+
+class ErrorResponse(ApiModel):
+    error: ErrorBody
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorResponse, "description": "unknown file, graph or node"},
+    422: {"model": ErrorResponse, "description": "bad parameters, or a file that is not a .vis.db"},
+}
+MATCH_ERRORS: dict[int | str, dict[str, Any]] = {
+    **ERRORS,
+    403: {"model": ErrorResponse, "description": "the file is read-only, or matching is off"},
+    409: {
+        "model": ErrorResponse,
+        "description": "cannot (un)match: already matched, types differ, missing tensor file...",
+    },
+}
+
+
+# --- files -----------------------------------------------------------------------------------
+
+
+class GraphConfigOut(ApiModel):
+    graph_type: Literal["build", "compare"] | str
+    data_mode: str | None = Field(description="summary (statistics), md5, all (tensors), structure")
+    micro_steps: int
+    overflow_check: bool
+    node_colors: dict[str, dict[str, Any]] | None = Field(
+        description="msprobe's colour table: {hex: {value: [lo, hi] or [], description}}"
+    )
+    tool_tip: dict[str, Any] | None
+    ranks: list[int]
+    steps: list[int]
+
+
+class GraphStatsOut(ApiModel):
+    side: Side | str
+    step: int
+    rank: int
+    node_count: int
+    micro_steps: int
+    matched: int | None
+    unmatched: int | None
+    pass_count: int | None
+    warning_count: int | None
+    error_count: int | None
+    first_error: str | None = Field(description="first node where an error starts")
+
+
+class GraphFileOut(ApiModel):
+    id: str = Field(description="path under the data dir without .vis.db; use it in URLs")
+    path: str
+    source: Literal["graphboard", "msprobe"] | None
+    size_bytes: int
+    modified_at: datetime
+    writable: bool = Field(description="manual matching can be saved into it")
+    config: GraphConfigOut | None
+    graphs: list[GraphStatsOut]
+    matched: int | None
+    unmatched: int | None
+    error: str | None = Field(default=None, description="why the file could not be read")
+
+
+class GraphListOut(ApiModel):
+    files: list[GraphFileOut]
+
+
+# --- nodes -----------------------------------------------------------------------------------
+
+
+class RollupOut(ApiModel):
+    worst_level: LevelName | None
+    worst_node: str | None = Field(description="first node at worst_level in the subtree")
+    error_leaves: int
+    warning_leaves: int
+    unmatched_leaves: int
+    overflow_leaves: int
+    worst_overflow: OverflowName | None
+
+
+class NodeOut(ApiModel):
+    name: str
+    parent: str | None
+    type: int = Field(description="msprobe node_type: 0 module, 1 API, 9 API collection")
+    type_name: NodeTypeName
+    node_order: int = Field(description="msprobe's post-order position; the children cursor")
+    exec_order: int = Field(description="pre-order position: a module before what runs in it")
+    depth: int
+    child_count: int
+    micro_step: int
+    precision_index: float | None
+    level: LevelName | None
+    color: str | None = Field(description="fill from the file's colour table; null: plain")
+    overflow: OverflowName | str | None
+    matched: bool | None = Field(description="null in a build")
+    counterpart: str | None
+    introduced: LevelName | None = Field(description="a divergence starts at this node")
+    manual: bool = Field(description="(un)paired by a user")
+    modified: bool = Field(description="re-matched in place by msprobe's viewer")
+    rollup: RollupOut
+
+
+class ChildrenPage(ApiModel):
+    parent: NodeOut
+    items: list[NodeOut]
+    next_cursor: int | None = Field(description="pass as cursor for the next page")
+
+
+class ParamFields(ApiModel):
+    name: str = Field(description="full parameter name as stored")
+    fields: dict[str, Any] = Field(description="the parameter's own statistics, as stored")
+
+
+class ParamRowOut(ApiModel):
+    role: Literal["input", "output", "parameters", "parameters_grad"]
+    key: str = Field(description="name under the node: input.0, output.0, parameters.weight")
+    paired_by: Literal["name", "position"] | None = Field(
+        description="how target and golden were paired; null when one side is missing"
+    )
+    target: ParamFields | None
+    golden: ParamFields | None
+    comparison: dict[str, Any] = Field(description="metrics the compare stored on the target")
+    result: str | None
+    messages: list[str]
+
+
+class NodeSideOut(ApiModel):
+    side: Side | str
+    node: NodeOut
+    stack: list[str]
+    parallel_merge_info: list[str]
+    matched_distributed: Any
+    dump_data_dir: str | None
+
+
+class NodeDetailOut(ApiModel):
+    target: NodeSideOut | None = Field(description="the NPU side of the pair")
+    golden: NodeSideOut | None = Field(description="the Bench side of the pair")
+    rows: list[ParamRowOut]
+
+
+class PathOut(ApiModel):
+    node: NodeOut
+    ancestors: list[NodeOut] = Field(description="root first, down to the parent")
+
+
+class LocatedOut(ApiModel):
+    node: NodeOut | None
+    ancestors: list[NodeOut]
+
+
+class SearchPage(ApiModel):
+    items: list[NodeOut]
+    next_cursor: int | None
+    total: int
+
+
+class FilterPage(ApiModel):
+    items: list[NodeOut]
+    next_cursor: int | None
+    total: int
+    counts: dict[str, int] = Field(description="matches per criterion")
+
+
+class PeerOut(ApiModel):
+    rank: int
+    name: str | None
+    kind: str | None
+    stored_precision: str | None = Field(description="as msprobe recorded it in the link")
+    verdict: str | None = Field(description="graphboard's check of the exchanged data")
+    reason: str | None
+    node: NodeOut | None = Field(description="the peer now; null when absent from the file")
+
+
+class PeersOut(ApiModel):
+    node: str
+    communication: str | None
+    peers: list[PeerOut]
+
+
+# --- matching --------------------------------------------------------------------------------
+
+
+class MatchRequest(ApiModel):
+    step: Annotated[int, Field(ge=0)]
+    rank: Annotated[int, Field(ge=0)]
+    target: Annotated[str, Field(min_length=1, max_length=4096, description="NPU node")]
+    golden: Annotated[str, Field(min_length=1, max_length=4096, description="Bench node")]
+    descendants: bool = Field(
+        default=False, description="also pair children, by short name and call order, recursively"
+    )
+    twins: bool = Field(default=True, description="also pair the forward/backward twins")
+
+
+class PairOut(ApiModel):
+    target: str
+    golden: str
+    precision_index: float | None
+    level: LevelName | None
+    color: str | None
+
+
+class SkippedOut(ApiModel):
+    target: str
+    golden: str | None
+    code: str
+    reason: str
+
+
+class MatchOut(ApiModel):
+    action_id: int
+    pairs: list[PairOut]
+    skipped: list[SkippedOut]
+
+
+class ConfigImportOut(ApiModel):
+    action_id: int | None
+    total: int
+    matched: int
+    pairs: list[PairOut]
+    failed: list[SkippedOut]
+
+
+class ActionOut(ApiModel):
+    id: int
+    created_at: str
+    kind: str
+    step: int
+    rank: int
+    target: str | None
+    golden: str | None
+    options: dict[str, Any]
+    pairs: list[list[str]]
+    undone_at: str | None
+
+
+class HistoryOut(ApiModel):
+    actions: list[ActionOut]
+
+
+class UndoOut(ApiModel):
+    undone: ActionOut
+    restored_nodes: int
+
+
+class ManualPairOut(ApiModel):
+    target: str
+    golden: str
+    precision_index: float | None
+    level: LevelName | None
+
+
+class ManualPairsOut(ApiModel):
+    pairs: list[ManualPairOut]

@@ -1,0 +1,64 @@
+"""Every setting of the service, from one pydantic-settings object (env prefix ``GRAPHBOARD_``)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+STATE_FOLDER = ".graphboard"  # inside the data dir; hidden, so never served as a graph
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GRAPHBOARD_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("."), description="folder whose .vis.db files are served")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    database_url: str | None = Field(
+        default=None,
+        description="catalog database (SQLAlchemy URL); default SQLite in the state folder",
+    )
+    state_dir: Path | None = Field(
+        default=None,
+        description="catalog and derived indexes; default <data_dir>/.graphboard, or a per-user "
+        "cache folder when the data dir is read-only",
+    )
+    page_size: int = Field(default=200, ge=1, description="default page length")
+    max_page_size: int = Field(default=5000, ge=1, description="longest page a client may ask for")
+    view_cache_nodes: int = Field(
+        default=8_000_000, ge=1, description="nodes of per-graph columns kept in memory"
+    )
+    allow_matching: bool = Field(default=True, description="False: manual matching is refused")
+    static_dir: Path | None = Field(default=None, description="served at /static when set")
+    templates_dir: Path | None = Field(default=None, description="jinja2 page shells")
+
+    @property
+    def data_root(self) -> Path:
+        return self.data_dir.expanduser().resolve()
+
+    @property
+    def state_root(self) -> Path:
+        if self.state_dir is not None:
+            return self.state_dir.expanduser().resolve()
+        inside = self.data_root / STATE_FOLDER
+        if inside.is_dir() or os.access(self.data_root, os.W_OK):
+            return inside
+        # A read-only data dir (a shared mount): keep our state in the user's cache instead.
+        digest = hashlib.sha256(str(self.data_root).encode()).hexdigest()[:16]
+        cache_home = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        return cache_home / "graphboard" / digest
+
+    @property
+    def cache_dir(self) -> Path:
+        """Sidecars derived for msprobe's files."""
+        return self.state_root / "cache"
+
+    @property
+    def catalog_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.state_root / 'catalog.db'}"
