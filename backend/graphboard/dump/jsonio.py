@@ -8,6 +8,7 @@ by record so that memory stays proportional to one record, not to the file.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Iterator
@@ -180,6 +181,12 @@ class DumpFile:
             size = 0
         if size <= STREAM_THRESHOLD_BYTES:
             yield from self._whole()
+            return
+        split = _PrettySplitter(self.path)
+        if split.detect():
+            yield from split.records()
+            self.header = split.header
+            self.has_data = True
         else:
             yield from self._streamed()
 
@@ -249,3 +256,117 @@ class DumpFile:
                     yield name, stream.value()
             if not self.has_data:
                 self._check_data(None)
+
+
+_INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
+_SPLIT_CHUNK = 32 * 1024 * 1024
+
+
+class _PrettySplitter:
+    """Fast path for big pretty-printed dump.json files (msprobe writes ``indent=1``).
+
+    A record of ``data`` starts on a line indented exactly twice the file's unit, and no JSON
+    string holds a raw newline, so those lines split the file into records that orjson parses
+    one by one (the standard parser takes a record orjson refuses, e.g. one with NaN).
+    ``detect`` says whether the file has that shape; if not, the caller streams it instead.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header: dict[str, Any] = {}
+        self.unit = b""
+
+    def detect(self) -> bool:
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(4096)
+        except OSError:
+            return False
+        match = _INDENT.match(head)
+        if match is None:
+            return False
+        self.unit = match.group(1)
+        return True
+
+    def _parse(self, text: bytes, line: int) -> Any:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+        try:
+            return _DECODER.decode(text.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise DumpError(
+                self.path, f"not UTF-8 text near line {line} (byte {error.start})"
+            ) from None
+        except json.JSONDecodeError as error:
+            where = line + error.lineno - 1
+            raise DumpError(
+                self.path, f"invalid JSON at line {where}, column {error.colno}: {error.msg}"
+            ) from None
+
+    def _header_fields(self, text: bytes, line: int) -> None:
+        body = text.strip().rstrip(b",")
+        if body:
+            value = self._parse(b"{" + body + b"}", line)
+            if isinstance(value, dict):
+                self.header.update(value)
+
+    def records(self) -> Iterator[tuple[str, Any]]:
+        unit = self.unit
+        data_key = b"\n" + unit + b'"data":'
+        record_start = b"\n" + unit * 2 + b'"'
+        data_end = re.compile(rb"\n" + re.escape(unit) + rb"\}")
+        with self.path.open("rb") as handle:
+            buf = handle.read(_SPLIT_CHUNK)
+            lines = 0
+            while (found := buf.find(data_key)) < 0:
+                more = handle.read(_SPLIT_CHUNK)
+                if not more:
+                    raise DumpError(
+                        self.path,
+                        'no "data" key',
+                        expected='{"task": ..., "data": {node name: record}}',
+                    )
+                buf += more
+            self._header_fields(buf[buf.index(b"{") + 1 : found], 1)
+            lines += buf.count(b"\n", 0, found)
+            opening = buf.index(b"{", found + len(data_key))
+            lines += buf.count(b"\n", found, opening)
+            buf = buf[opening + 1 :]
+            eof = False
+            while True:
+                starts = [m.start() for m in re.finditer(re.escape(record_start), buf)]
+                end = data_end.search(buf)
+                if end is not None:
+                    starts = [start for start in starts if start < end.start()]
+                    bounds = [*starts, end.start()]
+                elif eof:
+                    line = lines + buf.count(b"\n") + 1
+                    raise DumpError(
+                        self.path, f"dump.json ends early at line {line} (truncated file?)"
+                    )
+                else:
+                    bounds = starts  # the last record may continue in the next chunk
+                counted, line = 0, lines + 2
+                for first, last in itertools.pairwise(bounds):
+                    line += buf.count(b"\n", counted, first)  # incremental: linear per chunk
+                    counted = first
+                    record = self._parse(b"{" + buf[first:last].strip().rstrip(b",") + b"}", line)
+                    if not isinstance(record, dict) or len(record) != 1:
+                        raise DumpError(
+                            self.path,
+                            f"unexpected content at line {line}",
+                            expected="one record per key",
+                        )
+                    yield from record.items()
+                if end is not None:
+                    rest = buf[end.end() :]
+                    rest = rest[: rest.rfind(b"}")] if b"}" in rest else rest
+                    self._header_fields(rest, lines + buf.count(b"\n", 0, end.end()) + 1)
+                    return
+                keep = bounds[-1] if len(bounds) > 1 else 0
+                lines += buf.count(b"\n", 0, keep)
+                more = handle.read(_SPLIT_CHUNK)
+                eof = not more
+                buf = buf[keep:] + more

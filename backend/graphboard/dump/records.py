@@ -94,7 +94,7 @@ def _tensor_stat(value: Any) -> Stat:
     if value.__class__ is int:
         return float(value)
     if value is None or isinstance(value, float | bool | str):
-        return value  # type: ignore[no-any-return]
+        return value
     return str(value)
 
 
@@ -110,7 +110,11 @@ def _scalar_dtype(value: Any) -> str:
 
 
 def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
-    extra = None if _KNOWN_FIELDS.issuperset(leaf) else {k: v for k, v in leaf.items() if k not in _KNOWN_FIELDS}
+    extra = (
+        None
+        if _KNOWN_FIELDS.issuperset(leaf)
+        else {k: v for k, v in leaf.items() if k not in _KNOWN_FIELDS}
+    )
     if "dtype" in leaf or "shape" in leaf:  # a tensor: the hot path, built in one call
         dtype = leaf.get("dtype")
         return Param(

@@ -62,6 +62,10 @@ class ConfigRow:
     step_list: Sequence[int]
 
 
+def _name_of(node: Node) -> str:
+    return node.name
+
+
 def _link_paths(graph: Graph) -> dict[int, str]:
     """JSON path (root .. node) of every node, built top-down in linear time per level."""
     paths: dict[int, str] = {id(graph.root): _json([graph.root.name])}
@@ -78,7 +82,7 @@ def _precision_of(node: Node) -> float | None:
 
 def _node_rows(
     graph: Graph,
-    ordered: list[Node],
+    nodes: list[Node],
     mode: DataMode | None,
     compared: bool,
     counterpart_paths: dict[int, str] | None,
@@ -87,7 +91,7 @@ def _node_rows(
     graph_id = graph.graph_id
     stack_ids: dict[tuple[str, ...], str] = {}
     dump_data_dir = graph.tensor_dir if mode is DataMode.TENSOR else None
-    for node in ordered:
+    for node in nodes:
         stack = node.stack or ()
         stack_id = stack_ids.get(stack)
         if stack_id is None:
@@ -149,7 +153,13 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
         if node.overflow:
             overflow[index] = arrays.OVERFLOW_CODES[node.overflow]
     columns = arrays.structure(parent)
-    columns.update(matched=matched, counterpart=counterpart, level=level, introduced=introduced, overflow=overflow)
+    columns.update(
+        matched=matched,
+        counterpart=counterpart,
+        level=level,
+        introduced=introduced,
+        overflow=overflow,
+    )
     arrays.roll_up(columns, compared)
     return columns
 
@@ -168,10 +178,19 @@ def write_graph(
     counterpart_paths = _link_paths(counterpart) if counterpart is not None else None
     stack_rows: list[tuple[str, str]] = []
     ordered = graph.ordered()
+    # Rows go in id order so the primary-key index grows at its end instead of splitting pages.
+    by_id = sorted(ordered, key=_name_of)
     conn.execute("BEGIN")
-    conn.executemany(_TB_INSERT, _node_rows(graph, ordered, mode, compared, counterpart_paths, stack_rows))
+    conn.executemany(
+        _TB_INSERT, _node_rows(graph, by_id, mode, compared, counterpart_paths, stack_rows)
+    )
     conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
-    arrays.write(conn, graph.graph_id, (node.name for node in ordered), _node_columns(graph, ordered, compared))
+    arrays.write(
+        conn,
+        graph.graph_id,
+        (node.name for node in ordered),
+        _node_columns(graph, ordered, compared),
+    )
     counts = {Level.PASS: 0, Level.WARNING: 0, Level.ERROR: 0}
     matched = 0
     for node in graph.nodes.values():
