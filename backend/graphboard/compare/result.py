@@ -83,6 +83,11 @@ class NodeComparison:
             return None
         for row in self.rows:
             param = row.npu or row.bench
-            if not row.is_output and param is not None and param.is_tensor and row.level is not Level.PASS:
+            if (
+                not row.is_output
+                and param is not None
+                and param.is_tensor
+                and row.level is not Level.PASS
+            ):
                 return None
         return self.level

@@ -76,7 +76,11 @@ def roll_up(columns: dict[str, npt.NDArray[Any]], compared: bool) -> None:
     level, overflow = columns["level"], columns["overflow"]
     error_leaves = (leaf & (level == 2)).astype(np.int32)
     warning_leaves = (leaf & (level == 1)).astype(np.int32)
-    unmatched_leaves = (leaf & (columns["matched"] == 0)).astype(np.int32) if compared else np.zeros(count, np.int32)
+    unmatched_leaves = (
+        (leaf & (columns["matched"] == 0)).astype(np.int32)
+        if compared
+        else np.zeros(count, np.int32)
+    )
     overflow_leaves = (leaf & (overflow > 0)).astype(np.int32)
     worst_overflow = overflow.astype(np.int8).copy()
     # worst level among leaves below (or the node itself if a leaf), then the first such leaf
@@ -107,7 +111,9 @@ def roll_up(columns: dict[str, npt.NDArray[Any]], compared: bool) -> None:
             np.minimum.at(first_leaf, up[eligible], first_leaf[group[eligible]])
     has_leaf = leaf_worst >= 0
     worst_level = np.where(has_leaf & (leaf_worst >= level), leaf_worst, level).astype(np.int8)
-    worst_node = np.where(has_leaf & (leaf_worst >= level), first_leaf, np.where(level >= 0, order, NONE))
+    worst_node = np.where(
+        has_leaf & (leaf_worst >= level), first_leaf, np.where(level >= 0, order, NONE)
+    )
     worst_node = np.where(worst_node == np.iinfo(np.int32).max, NONE, worst_node).astype(np.int32)
     columns.update(
         worst_level=worst_level,
@@ -149,19 +155,30 @@ def structure(parent_of: Sequence[int] | npt.NDArray[Any]) -> dict[str, npt.NDAr
     return {"parent": parent, "exec_order": exec_order, "depth": depth, "child_count": child_count}
 
 
-def write(conn: sqlite3.Connection, graph_id: str, names: Iterable[str], columns: dict[str, npt.NDArray[Any]]) -> None:
+def write(
+    conn: sqlite3.Connection,
+    graph_id: str,
+    names: Iterable[str],
+    columns: dict[str, npt.NDArray[Any]],
+) -> None:
     rows: list[tuple[str, str, str, bytes]] = [
         (graph_id, "names", "utf8", NAME_SEPARATOR.join(names).encode("utf-8"))
     ]
     for name, dtype in COLUMNS.items():
-        rows.append((graph_id, name, dtype, np.ascontiguousarray(columns[name], dtype=dtype).tobytes()))
-    conn.executemany("INSERT OR REPLACE INTO gb_arrays (graph_id, name, dtype, data) VALUES (?, ?, ?, ?)", rows)
+        rows.append(
+            (graph_id, name, dtype, np.ascontiguousarray(columns[name], dtype=dtype).tobytes())
+        )
+    conn.executemany(
+        "INSERT OR REPLACE INTO gb_arrays (graph_id, name, dtype, data) VALUES (?, ?, ?, ?)", rows
+    )
 
 
 def read(conn: sqlite3.Connection, graph_id: str) -> GraphArrays | None:
     """The stored arrays of one graph, or None (a file msprobe wrote: use ``derive``)."""
     try:
-        rows = conn.execute("SELECT name, dtype, data FROM gb_arrays WHERE graph_id = ?", (graph_id,)).fetchall()
+        rows = conn.execute(
+            "SELECT name, dtype, data FROM gb_arrays WHERE graph_id = ?", (graph_id,)
+        ).fetchall()
     except sqlite3.OperationalError:
         return None
     if not rows:

@@ -124,7 +124,6 @@ CREATE TABLE IF NOT EXISTS gb_graphs (
 """
 
 
-
 def create_tables(conn: sqlite3.Connection) -> None:
     conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + arrays.DDL)
 
