@@ -1,0 +1,118 @@
+"""Per-parameter metrics with known answers, in every data mode."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from compare_factories import scalar, tensor
+
+from graphboard.compare import metrics
+
+
+def test_summary_differences_and_relative_errors() -> None:
+    result = metrics.summary_metrics(
+        tensor("input.0", (3.0, -2.0, 0.5, 10.0)), tensor("input.0", (2.0, -2.0, 0.0, 8.0))
+    )
+    assert result["Max diff"] == 1.0
+    assert result["MaxRelativeErr"] == pytest.approx(0.5)
+    assert result["Min diff"] == 0.0 and result["MinRelativeErr"] == 0.0
+    assert result["Mean diff"] == 0.5 and result["MeanRelativeErr"] == "N/A"  # golden mean is 0
+    assert result["NormRelativeErr"] == pytest.approx(0.25)
+
+
+def test_summary_nan_difference_and_non_numbers() -> None:
+    inf = math.inf
+    result = metrics.summary_metrics(
+        tensor("output.0", (inf, 0.0, 0.0, 1.0)), tensor("output.0", (inf, 0.0, 0.0, 1.0))
+    )
+    assert result["Max diff"] == "Nan" and result["MaxRelativeErr"] == "Nan"  # inf - inf
+    strings = metrics.summary_metrics(scalar("input.mode", "tanh"), scalar("input.mode", "none"))
+    assert set(strings.values()) == {"N/A"}
+    missing = metrics.summary_metrics(tensor("input.0"), None)
+    assert set(missing.values()) == {"N/A"}
+
+
+def test_md5_of_scalars_is_crc32_of_their_text() -> None:
+    assert metrics.md5_of(scalar("input.1", 1)) == metrics.crc32_of("1") == "83dcefb7"
+    assert metrics.md5_of(tensor("input.0", md5="deadbeef")) == "deadbeef"
+    assert metrics.md5_of(tensor("input.0")) is None
+
+
+def test_tensor_metrics_identical() -> None:
+    values = np.array([1.0, -2.0, 3.0, 4.0])
+    result, messages = metrics.tensor_metrics(values, values.copy())
+    assert result["Cosine"] == 1.0
+    assert (
+        result["EucDist"] == 0.0 and result["MaxAbsErr"] == 0.0 and result["MaxRelativeErr"] == 0.0
+    )
+    assert result["One Thousandth Err Ratio"] == 1.0 and result["Five Thousandths Err Ratio"] == 1.0
+    assert messages == []
+
+
+def test_tensor_metrics_known_values() -> None:
+    npu = np.array([1.0, 0.0, 1.002, 2.0])
+    bench = np.array([0.0, 1.0, 1.0, 2.0])
+    result, _ = metrics.tensor_metrics(npu, bench)
+    expected_cosine = float(np.dot(npu, bench) / (np.linalg.norm(npu) * np.linalg.norm(bench)))
+    assert result["Cosine"] == pytest.approx(expected_cosine, abs=1e-12)
+    assert result["EucDist"] == pytest.approx(math.sqrt(1 + 1 + 0.002**2), abs=1e-12)
+    assert result["MaxAbsErr"] == pytest.approx(1.0)
+    # golden 0 gets eps added on both sides: |1+eps-eps|/eps is huge
+    assert result["MaxRelativeErr"] > 1e6
+    # element errors: huge, 1.0, 0.002, 0 -> 1/4 under 1/1000, 2/4 under 5/1000
+    assert result["One Thousandth Err Ratio"] == 0.25
+    assert result["Five Thousandths Err Ratio"] == 0.5
+
+
+def test_tensor_metrics_orthogonal_is_zero_cosine() -> None:
+    result, _ = metrics.tensor_metrics(np.array([1.0, 0.0]), np.array([0.0, 1.0]))
+    assert result["Cosine"] == 0.0
+
+
+def test_tensor_metrics_edge_cases() -> None:
+    shape, messages = metrics.tensor_metrics(np.zeros((2, 3)), np.zeros((3, 2)))
+    assert set(shape.values()) == {"shape unmatched"} and "shape" in messages[0]
+    scalar_result, _ = metrics.tensor_metrics(np.array(2.0), np.array(1.0))
+    assert scalar_result["Cosine"] == "unsupported" and scalar_result["EucDist"] == "unsupported"
+    assert scalar_result["MaxAbsErr"] == 1.0 and scalar_result["MaxRelativeErr"] == 1.0
+    empty, _ = metrics.tensor_metrics(np.array([]), np.array([]))
+    assert set(empty.values()) == {"unsupported"}
+    missing, _ = metrics.tensor_metrics(None, np.array([1.0]))
+    assert set(missing.values()) == {"unsupported"}
+
+
+def test_tensor_metrics_inf_nan_positions() -> None:
+    same, _ = metrics.tensor_metrics(
+        np.array([np.inf, 1.0, np.nan]), np.array([np.inf, 1.0, np.nan])
+    )
+    assert (
+        same["MaxAbsErr"] == 0.0 and same["Cosine"] == 1.0
+    )  # set to 0 on both sides, then compared
+    moved, messages = metrics.tensor_metrics(np.array([np.inf, 1.0]), np.array([1.0, np.inf]))
+    assert set(moved.values()) == {"N/A"} and "different positions" in messages[-1]
+
+
+def test_tensor_metrics_one_side_all_zeros() -> None:
+    result, messages = metrics.tensor_metrics(np.zeros(3), np.ones(3))
+    assert result["Cosine"] == "Nan" and messages
+
+
+def test_tensor_files_are_loaded_from_pt_and_npy(tmp_path: Path) -> None:
+    torch.save(torch.tensor([1.0, 2.0], dtype=torch.bfloat16), tmp_path / "a.pt")
+    np.save(tmp_path / "b.npy", np.array([1.0, 2.0]))
+    loaded_pt, problem = metrics.load_param_tensor(
+        tensor("input.0", data_name="a.pt"), str(tmp_path)
+    )
+    assert problem is None and loaded_pt is not None and loaded_pt.tolist() == [1.0, 2.0]
+    loaded_npy, _ = metrics.load_param_tensor(tensor("input.0", data_name="b.npy"), str(tmp_path))
+    assert loaded_npy is not None and loaded_npy.tolist() == [1.0, 2.0]
+    absent, problem = metrics.load_param_tensor(
+        tensor("input.0", data_name="gone.pt"), str(tmp_path)
+    )
+    assert absent is None and problem is not None and "missing" in problem
+    unnamed, problem = metrics.load_param_tensor(tensor("input.0", data_name="-1"), str(tmp_path))
+    assert unnamed is None and problem is not None
