@@ -157,10 +157,16 @@ def _mapping(options: BuildOptions) -> LayerMapping | None:
     return None
 
 
-def process_task(task: Task, options: BuildOptions, part: Path) -> TaskResult:
-    """Build (and compare) one (step, rank) and write it into ``part``."""
+def process_task(
+    task: Task, options: BuildOptions, part: Path, parallel_write: bool = False
+) -> TaskResult:
+    """Build (and compare) one (step, rank) and write it into ``part``.
+
+    ``parallel_write`` lets the writer use a second process: for a lone task, whose process
+    would otherwise leave the second core idle.
+    """
     with gc_paused():
-        return _process_task(task, options, part)
+        return _process_task(task, options, part, parallel_write)
 
 
 @contextmanager
@@ -176,7 +182,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _process_task(task: Task, options: BuildOptions, part: Path) -> TaskResult:
+def _process_task(
+    task: Task, options: BuildOptions, part: Path, parallel_write: bool
+) -> TaskResult:
     started = time.perf_counter()
     target = build_graph(task.target, NPU)
     target.step, target.rank = task.step, task.rank
@@ -201,9 +209,11 @@ def _process_task(task: Task, options: BuildOptions, part: Path) -> TaskResult:
             check_overflow(graph)
     conn = writer.open_new_db(part)
     try:
-        writer.write_graph(conn, target, mode, golden)
+        pairs: list[tuple[Graph, Graph | None]] = [(target, golden)]
         if golden is not None:
-            writer.write_graph(conn, golden, mode, target)
+            pairs.append((golden, target))
+        scratch = part.with_name(part.name + ".half") if parallel_write else None
+        writer.write_graphs(conn, pairs, mode, scratch)
     finally:
         conn.close()
     warnings = [warning for graph in graphs for warning in graph.warnings]
@@ -385,8 +395,9 @@ def _run_tasks(
     workers = _workers(options, len(tasks))
     if workers == 1:
         results = []
+        lone = len(tasks) == 1 and (os.cpu_count() or 1) > 1
         for index, task in enumerate(tasks):
-            results.append(process_task(task, options, parts[index]))
+            results.append(process_task(task, options, parts[index], parallel_write=lone))
             report(index + 1, results[-1])
         return results
     context = multiprocessing.get_context("spawn")  # safe inside servers with threads

@@ -10,6 +10,7 @@ import json
 import os
 import secrets
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,10 +63,6 @@ class ConfigRow:
     step_list: Sequence[int]
 
 
-def _name_of(node: Node) -> str:
-    return node.name
-
-
 def _link_paths(graph: Graph) -> dict[int, str]:
     """JSON path (root .. node) of every node, built top-down in linear time per level."""
     paths: dict[int, str] = {id(graph.root): _json([graph.root.name])}
@@ -76,32 +73,46 @@ def _link_paths(graph: Graph) -> dict[int, str]:
     return paths
 
 
-def _precision_of(node: Node) -> float | None:
-    return node.precision
+@dataclass(slots=True)
+class _GraphRows:
+    """What every row of one graph needs, computed once before rows are split among processes."""
+
+    graph: Graph
+    mode: DataMode | None
+    counterpart_paths: dict[int, str] | None
+    stack_ids: dict[tuple[str, ...], str]
+    dump_data_dir: str | None
 
 
-def _node_rows(
-    graph: Graph,
-    nodes: list[Node],
-    mode: DataMode | None,
-    compared: bool,
-    counterpart_paths: dict[int, str] | None,
-    stack_rows: list[tuple[str, str]],
-) -> Iterator[tuple[Any, ...]]:
-    graph_id = graph.graph_id
+def _prepare(
+    graph: Graph, counterpart: Graph | None, mode: DataMode | None
+) -> tuple[_GraphRows, list[tuple[str, str]]]:
     stack_ids: dict[tuple[str, ...], str] = {}
-    dump_data_dir = graph.tensor_dir if mode is DataMode.TENSOR else None
-    for node in nodes:
+    stack_rows: list[tuple[str, str]] = []
+    for node in graph.ordered():
         stack = node.stack or ()
-        stack_id = stack_ids.get(stack)
-        if stack_id is None:
-            stack_id = f"{graph_id}_{len(stack_ids)}"
+        if stack not in stack_ids:
+            stack_id = f"{graph.graph_id}_{len(stack_ids)}"
             stack_ids[stack] = stack_id
             stack_rows.append((stack_id, _json(list(stack))))
-        inputs, outputs = node_display(node.params, node.name, mode, node.comparison)
+    rows = _GraphRows(
+        graph,
+        mode,
+        _link_paths(counterpart) if counterpart is not None else None,
+        stack_ids,
+        graph.tensor_dir if mode is DataMode.TENSOR else None,
+    )
+    return rows, stack_rows
+
+
+def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]]:
+    for context, node in items:
+        graph = context.graph
+        graph_id = graph.graph_id
+        inputs, outputs = node_display(node.params, node.name, context.mode, node.comparison)
         link = "[]"
-        if compared and node.match is not None and counterpart_paths is not None:
-            link = counterpart_paths[id(node.match)]
+        if context.counterpart_paths is not None and node.match is not None:
+            link = context.counterpart_paths[id(node.match)]
         yield (
             f"{graph_id}_{node.name}",
             graph_id,
@@ -110,22 +121,73 @@ def _node_rows(
             str(int(node.type)),
             node.parent.name if node.parent is not None else "",
             _json([child.name for child in node.children]) if node.children else "",
-            _precision_of(node),
+            node.precision,
             node.overflow,
             node.micro_step or 0,
             link,
-            stack_id,
+            context.stack_ids[node.stack or ()],
             "",
             _json(node.distributed) if node.distributed is not None else "{}",
             0,
             _json(inputs),
             _json(outputs),
             graph.side,
-            dump_data_dir,
+            context.dump_data_dir,
             graph.step,
             graph.rank,
             1 if node.name.startswith("Distributed") else 0,
         )
+
+
+def _can_fork() -> bool:
+    # Forking a process that runs other threads (a server) can deadlock the child.
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _insert_rows(conn: sqlite3.Connection, items: list[tuple[_GraphRows, Node]]) -> None:
+    conn.execute("BEGIN")
+    conn.executemany(_TB_INSERT, _node_rows(items))
+    conn.execute("COMMIT")
+
+
+def _insert_rows_in_two_processes(
+    conn: sqlite3.Connection, items: list[tuple[_GraphRows, Node]], scratch: Path
+) -> None:
+    """Format and insert the upper half of the rows in a forked child, the lower half here.
+
+    Formatting rows (display JSON) is most of a write; the child inherits the finished graph
+    copy-on-write, so nothing is pickled. Its rows have the larger ids, so copying them in
+    afterwards appends to the primary-key index.
+    """
+    half = len(items) // 2
+    scratch.unlink(missing_ok=True)
+    pid = os.fork()
+    if pid == 0:  # the child: write, then leave without running the parent's cleanup
+        status = 1
+        try:
+            part = open_new_db(scratch)
+            _insert_rows(part, items[half:])
+            part.close()
+            status = 0
+        finally:
+            os._exit(status)
+    try:
+        _insert_rows(conn, items[:half])
+    finally:
+        _, status = os.waitpid(pid, 0)
+    if status != 0:
+        scratch.unlink(missing_ok=True)
+        raise StoreError(
+            f"{scratch}: the process writing half of the rows failed (status {status})"
+        )
+    conn.execute("ATTACH DATABASE ? AS half", (str(scratch),))
+    try:
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO main.tb_nodes SELECT * FROM half.tb_nodes")
+        conn.execute("COMMIT")
+    finally:
+        conn.execute("DETACH DATABASE half")
+        scratch.unlink(missing_ok=True)
 
 
 def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str, Any]:
@@ -167,24 +229,45 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
 _TB_INSERT = f"INSERT INTO tb_nodes ({', '.join(schema.TB_NODES_COLUMNS)}) VALUES ({', '.join('?' * len(schema.TB_NODES_COLUMNS))})"
 
 
-def write_graph(
+PARALLEL_MIN_NODES = 20_000  # below this a fork costs more than it saves
+
+
+def write_graphs(
     conn: sqlite3.Connection,
-    graph: Graph,
+    graphs: list[tuple[Graph, Graph | None]],
     mode: DataMode | None,
-    counterpart: Graph | None = None,
+    parallel_scratch: Path | None = None,
 ) -> None:
-    """Insert one (side, step, rank) graph. ``counterpart`` is the other side in a compare."""
-    compared = counterpart is not None
-    counterpart_paths = _link_paths(counterpart) if counterpart is not None else None
+    """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None).
+
+    With ``parallel_scratch`` (a temp path) and a big enough graph, rows are formatted and
+    inserted by two processes.
+    """
+    items: list[tuple[_GraphRows, Node]] = []
     stack_rows: list[tuple[str, str]] = []
-    ordered = graph.ordered()
+    for graph, counterpart in graphs:
+        context, stacks = _prepare(graph, counterpart, mode)
+        stack_rows.extend(stacks)
+        items.extend((context, node) for node in graph.ordered())
     # Rows go in id order so the primary-key index grows at its end instead of splitting pages.
-    by_id = sorted(ordered, key=_name_of)
+    items.sort(key=_row_id)
+    if parallel_scratch is not None and len(items) >= PARALLEL_MIN_NODES and _can_fork():
+        _insert_rows_in_two_processes(conn, items, parallel_scratch)
+    else:
+        _insert_rows(conn, items)
     conn.execute("BEGIN")
-    conn.executemany(
-        _TB_INSERT, _node_rows(graph, by_id, mode, compared, counterpart_paths, stack_rows)
-    )
     conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
+    for graph, counterpart in graphs:
+        _write_graph_summary(conn, graph, counterpart is not None)
+    conn.execute("COMMIT")
+
+
+def _row_id(item: tuple[_GraphRows, Node]) -> tuple[str, str]:
+    return item[0].graph.graph_id, item[1].name
+
+
+def _write_graph_summary(conn: sqlite3.Connection, graph: Graph, compared: bool) -> None:
+    ordered = graph.ordered()
     arrays.write(
         conn,
         graph.graph_id,
@@ -223,7 +306,6 @@ def write_graph(
             _json(graph.warnings),
         ),
     )
-    conn.execute("COMMIT")
 
 
 def write_config(conn: sqlite3.Connection, config: ConfigRow) -> None:
