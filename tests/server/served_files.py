@@ -1,0 +1,60 @@
+"""The .vis.db files the server tests serve: graphboard's builds of the shared fixtures and
+msprobe's own files, copied (never the read-only originals) into a data dir."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+
+def _root_conftest() -> ModuleType:
+    """tests/conftest.py's helpers. A nested conftest cannot ``from conftest import``: pytest
+    imports each conftest under that same module name."""
+    path = Path(__file__).resolve().parents[1] / "conftest.py"
+    spec = importlib.util.spec_from_file_location("graphboard_tests_conftest", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_ROOT = _root_conftest()
+BuildFn = Callable[..., Path]
+fixture_path: Callable[..., Path] = _ROOT.fixture_path
+reference_db: Callable[..., Path] = _ROOT.reference_db
+
+# graph id -> (fixture case, build flags) for graphboard's own builds
+OUR_BUILDS: dict[str, tuple[str, dict[str, object]]] = {
+    "ours/convnet-stats": ("convnet-stats", {"compare": True, "overflow_check": True}),
+    "ours/convnet-ddp2": ("convnet-ddp2", {"compare": True}),
+    "ours/layer-mapping": ("layer-mapping", {"compare": True}),
+    "ours/convnet-tensor": ("convnet-tensor", {"compare": True}),
+    "ours/convnet-overflow": ("convnet-overflow", {"compare": False, "overflow_check": True}),
+}
+# graph id -> (fixture case, reference folder) for msprobe's files
+MSPROBE_FILES: dict[str, tuple[str, str]] = {
+    "msprobe/convnet-stats": ("convnet-stats", "reference-oc"),
+    "msprobe/convnet-ddp2": ("convnet-ddp2", "reference"),
+    "msprobe/layer-mapping": ("layer-mapping", "reference"),
+    "msprobe/convnet-overflow": ("convnet-overflow", "reference"),
+    "msprobe/deep/resnet50-build": ("msprobe-resnet50-gpu", "reference-build"),
+}
+Q = {"side": "NPU", "step": 0, "rank": 0}
+
+
+def populate(root: Path, built: BuildFn, ids: list[str] | None = None) -> Path:
+    """Copy the builds and msprobe's files (never the read-only originals) into ``root``."""
+    for graph_id, (case, flags) in OUR_BUILDS.items():
+        if ids is None or graph_id in ids:
+            target = root / f"{graph_id}.vis.db"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(built(case, **flags), target)
+    for graph_id, (case, folder) in MSPROBE_FILES.items():
+        if ids is None or graph_id in ids:
+            target = root / f"{graph_id}.vis.db"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(reference_db(case, folder), target)
+    return root
