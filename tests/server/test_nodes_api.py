@@ -193,7 +193,7 @@ def test_first_error_and_worst_descendant(client: TestClient, graph: str) -> Non
     first = _get(client, graph, "first-error")
     assert first["node"]["name"] == "Functional.gelu.0.forward"
     assert first["node"]["introduced"] == "error"
-    assert [node["name"] for node in first["ancestors"]][0] == "DefaultModel"
+    assert first["ancestors"][0]["name"] == "DefaultModel"
     worst = _get(client, graph, "worst", name="DefaultModel")
     assert worst["node"]["level"] == "error"
     assert (
