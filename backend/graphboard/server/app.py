@@ -20,7 +20,7 @@ from graphboard import __version__
 from graphboard.errors import GraphboardError
 from graphboard.server.catalog import Catalog
 from graphboard.server.errors import install_error_handlers
-from graphboard.server.routes import API_ROUTERS
+from graphboard.server.routes import API_ROUTERS, pages
 from graphboard.server.security import SecurityHeaders
 from graphboard.server.settings import Settings
 from graphboard.store.graph_views import VIEWS
@@ -58,6 +58,7 @@ def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter]
     install_error_handlers(app)
     for router in (*API_ROUTERS, *routers):
         app.include_router(router)
+    app.include_router(pages.router)  # the viewer's page, its modules and plotly.js
     if settings.static_dir is not None:
         mount_static(app, "/static", settings.static_dir)
     if settings.templates_dir is not None:

@@ -1,0 +1,114 @@
+"""The browser viewer: the page shell, its ES modules and CSS, and plotly.js.
+
+Where the front end lives: ``settings.static_dir`` / ``settings.templates_dir`` when set,
+otherwise the repository's ``frontend/`` folder found relative to this package
+(``backend/graphboard/server/routes/pages.py`` -> ``<repo>/frontend``). That is where an
+editable install (``pip install -e .``, what ``scripts/setup`` does) finds it; a wheel built
+without the repository has no ``frontend/``, so point ``GRAPHBOARD_STATIC_DIR`` and
+``GRAPHBOARD_TEMPLATES_DIR`` at a copy of it. The JSON API works either way.
+
+plotly.js is not vendored: it is served from the installed ``plotly`` Python package, which
+ships ``package_data/plotly.min.js``.
+
+Static files are served by a route of our own rather than a mount, so that this router is
+all ``create_app`` has to include; paths are resolved and must stay inside the folder.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Request
+from fastapi import Path as PathParam
+from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.templating import Jinja2Templates
+
+from graphboard import __version__
+from graphboard.server.deps import SettingsDep
+from graphboard.server.errors import NotFound
+from graphboard.server.settings import Settings
+
+router = APIRouter(include_in_schema=False)
+
+REPO_FRONTEND = Path(__file__).resolve().parents[4] / "frontend"
+PLOTLY_FILE = "plotly.min.js"
+# Our modules change with every edit during development and are small: revalidate each
+# time (FileResponse answers with ETag / Last-Modified, so a revalidation is a 304).
+# plotly.js is 4.8 MB and changes only with the package: let the browser keep it.
+STATIC_CACHE = "no-cache"
+PLOTLY_CACHE = "public, max-age=86400"
+
+
+def static_root(settings: Settings) -> Path:
+    return (settings.static_dir or REPO_FRONTEND / "static").expanduser().resolve()
+
+
+def templates_root(settings: Settings) -> Path:
+    return (settings.templates_dir or REPO_FRONTEND / "templates").expanduser().resolve()
+
+
+@lru_cache(maxsize=8)
+def _templates(folder: Path) -> Jinja2Templates:
+    return Jinja2Templates(directory=folder)
+
+
+@lru_cache(maxsize=1)
+def plotly_path() -> Path | None:
+    try:
+        import plotly
+    except ImportError:
+        return None
+    found = Path(plotly.__file__).resolve().parent / "package_data" / PLOTLY_FILE
+    return found if found.is_file() else None
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    """The file ``relative`` names under ``root``, or None when it is elsewhere or missing."""
+    if "\x00" in relative or "\\" in relative:
+        return None
+    candidate = (root / relative).resolve()
+    if not candidate.is_relative_to(root) or not candidate.is_file():
+        return None
+    return candidate
+
+
+@router.get("/", response_class=HTMLResponse)
+def viewer(request: Request, settings: SettingsDep) -> Response:
+    """The viewer's page shell. State (file, step, rank, node) lives in the query string and
+    is read by the page's scripts, so every deep link is this same page."""
+    folder = templates_root(settings)
+    if not (folder / "index.html").is_file():
+        raise NotFound(
+            f"the viewer's templates are not at {folder}: set GRAPHBOARD_TEMPLATES_DIR and "
+            "GRAPHBOARD_STATIC_DIR to a copy of the repository's frontend/ folder",
+            code="no_frontend",
+        )
+    response = _templates(folder).TemplateResponse(
+        request,
+        "index.html",
+        {"version": __version__, "plotly_available": plotly_path() is not None},
+    )
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+@router.get("/static/{relative:path}")
+def static_file(
+    relative: Annotated[str, PathParam(max_length=1024)], settings: SettingsDep
+) -> FileResponse:
+    found = _inside(static_root(settings), relative)
+    if found is None:
+        raise NotFound(f"no static file {relative!r}", code="not_found")
+    return FileResponse(found, headers={"Cache-Control": STATIC_CACHE})
+
+
+@router.get("/vendor/plotly.min.js")
+def plotly_js() -> FileResponse:
+    found = plotly_path()
+    if found is None:
+        raise NotFound("the plotly Python package is not installed", code="no_plotly")
+    return FileResponse(
+        found, media_type="text/javascript", headers={"Cache-Control": PLOTLY_CACHE}
+    )
