@@ -46,6 +46,7 @@ pair of members of each collective call (what msprobe's annotation lists anyway)
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import re
@@ -53,6 +54,7 @@ import sqlite3
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from itertools import zip_longest
@@ -74,6 +76,9 @@ COPY_RTOL = 1e-5
 # A reduction rounds in the tensor's dtype: allow a few ulps of it, and never less than 1e-4.
 _DTYPE_EPS = {"float64": 2.2e-16, "float32": 1.2e-7, "float16": 9.8e-4, "bfloat16": 7.8e-3}
 _MIN_REDUCE_RTOL = 1e-4
+
+# Role values as plain strings: formatting a StrEnum member runs Python code, per lookup
+INPUT, OUTPUT = Role.INPUT.value, Role.OUTPUT.value
 
 StepKey = tuple[str, int]  # (side, step)
 Channel = tuple[str, int, int, int]  # (side, step, sender rank, receiver rank)
@@ -321,6 +326,7 @@ class _Call:
     params: dict[str, Param]
     group_key: str
     members: tuple[int, ...] | None  # None: the default group
+    endpoint: Endpoint  # this call as one end of its links (a batch has one per inner op)
 
     @classmethod
     def of(cls, node: CommNode) -> _Call:
@@ -336,18 +342,19 @@ class _Call:
                 group_key = str(group_id) if group_id is not None else f"ranks{list(members)}"
                 break
         params = {param.key: param for param in node.params}
-        return cls(node, api, direction, family, root_arg, params, group_key, members)
+        endpoint = Endpoint(node.rank, node, api)
+        return cls(node, api, direction, family, root_arg, params, group_key, members, endpoint)
 
-    def arg(self, role: Role, position: int, name: str | None = None) -> Param | None:
+    def arg(self, role: str, position: int, name: str | None = None) -> Param | None:
         found = self.params.get(f"{role}.{position}")
         if found is None and name is not None:
             found = self.params.get(f"{role}.{name}")
         return found
 
-    def tensor(self, role: Role, position: int, name: str | None = None) -> TensorStats | None:
+    def tensor(self, role: str, position: int, name: str | None = None) -> TensorStats | None:
         return TensorStats.of_param(self.arg(role, position, name))
 
-    def tensor_list(self, role: Role, position: int) -> list[TensorStats | None]:
+    def tensor_list(self, role: str, position: int) -> list[TensorStats | None]:
         """The tensors of a list argument (``output.0.0``, ``output.0.1`` ...), in order."""
         items: list[TensorStats | None] = []
         while (param := self.params.get(f"{role}.{position}.{len(items)}")) is not None:
@@ -359,7 +366,7 @@ class _Call:
         spec = self.root_arg
         if spec is None:
             return None
-        param = self.arg(Role.INPUT, spec.position, spec.name)
+        param = self.arg(INPUT, spec.position, spec.name)
         if param is not None and (rank := _as_int(param.value)) is not None:
             return rank
         local = self.params.get(f"input.group_{spec.name}")
@@ -446,6 +453,8 @@ def compare_copy(
     """A tensor copied from one rank to another: its statistics must agree."""
     if sent is None or received is None:
         return _unknown(f"no statistics for the {'sent' if sent is None else what} tensor")
+    if sent == received:  # a faithful copy has the very same statistics: skip the arithmetic
+        return CONSISTENT
     if sent.dtype and received.dtype and sent.dtype != received.dtype:
         return _mismatch(f"{what} dtype {received.dtype}, sent {sent.dtype}")
     if sent.shape is not None and received.shape is not None and sent.shape != received.shape:
@@ -601,8 +610,11 @@ class _Check:
     group: Verdict | None = None
     per_rank: dict[int, Verdict] = field(default_factory=dict)
     pair: Callable[[int, int], Verdict] | None = None
+    uniform: Verdict | None = None  # the verdict of every pair, when one holds for all
 
     def verdict(self, source: int, target: int) -> Verdict:
+        if self.uniform is not None:
+            return self.uniform
         parts = [self.group, self.per_rank.get(source), self.per_rank.get(target)]
         found = [part for part in parts if part is not None]
         if self.pair is not None:
@@ -622,11 +634,11 @@ def _incomplete(instance: _Instance) -> _Check:
 
 
 def _input(position: int, name: str) -> Callable[[_Call], TensorStats | None]:
-    return lambda call: call.tensor(Role.INPUT, position, name)
+    return lambda call: call.tensor(INPUT, position, name)
 
 
 def _output(position: int, name: str) -> Callable[[_Call], TensorStats | None]:
-    return lambda call: call.tensor(Role.OUTPUT, position, name)
+    return lambda call: call.tensor(OUTPUT, position, name)
 
 
 def _same_result(results: dict[int, TensorStats | None]) -> Callable[[int, int], Verdict]:
@@ -641,6 +653,11 @@ def _check_all_reduce(instance: _Instance) -> _Check:
         return check
     op = next(iter(instance.calls.values())).reduce_op()
     parts = instance.all_members(_input(0, "tensor"))
+    distinct = set(results.values())
+    if len(distinct) == 1:  # the normal case: one result, checked once, agreeing everywhere
+        (result,) = distinct
+        same = CONSISTENT if result is not None else _unknown("no statistics for the result")
+        return _Check(uniform=combine([check_reduction(result, parts, op), same]))
     per_rank = {rank: check_reduction(result, parts, op) for rank, result in results.items()}
     return _Check(per_rank=per_rank, pair=_same_result(results))
 
@@ -650,20 +667,20 @@ def _check_reduce(instance: _Instance) -> _Check:
     if root is None or not instance.complete:
         return _incomplete(instance)
     parts = instance.all_members(_input(0, "tensor"))
-    result = root.tensor(Role.OUTPUT, 0, "tensor")
+    result = root.tensor(OUTPUT, 0, "tensor")
     return _Check(group=check_reduction(result, parts, root.reduce_op()))
 
 
 def _check_broadcast(instance: _Instance) -> _Check:
     root = instance.root_call
-    sent = root.tensor(Role.INPUT, 0, "tensor") if root is not None else None
+    sent = root.tensor(INPUT, 0, "tensor") if root is not None else None
     received = instance.each(_output(0, "tensor"))
     return _Check(pair=lambda _root, member: compare_copy(sent, received.get(member)))
 
 
 def _check_scatter(instance: _Instance) -> _Check:
     root = instance.root_call
-    chunks = root.tensor_list(Role.INPUT, 1) if root is not None else None
+    chunks = root.tensor_list(INPUT, 1) if root is not None else None
     received = instance.each(_output(0, "tensor"))
     position = instance.position()
     return _Check(
@@ -675,7 +692,7 @@ def _check_scatter(instance: _Instance) -> _Check:
 
 def _check_gather(instance: _Instance) -> _Check:
     root = instance.root_call
-    gathered = root.tensor_list(Role.OUTPUT, 1) if root is not None else None
+    gathered = root.tensor_list(OUTPUT, 1) if root is not None else None
     sent = instance.each(_input(0, "tensor"))
     position = instance.position()
     return _Check(
@@ -706,14 +723,14 @@ def _check_all_gather(instance: _Instance) -> _Check:
     # every slot of every member gets the contribution of that slot's owner
     contribution = instance.each(_input(1, "tensor"))
     sent = {rank: [stats] * len(instance.members) for rank, stats in contribution.items()}
-    received = {rank: call.tensor_list(Role.OUTPUT, 0) for rank, call in instance.calls.items()}
+    received = {rank: call.tensor_list(OUTPUT, 0) for rank, call in instance.calls.items()}
     return _Check(pair=lambda a, b: _exchanged(sent, received, position, a, b))
 
 
 def _check_all_to_all(instance: _Instance) -> _Check:
     position = instance.position()
-    sent = {rank: call.tensor_list(Role.INPUT, 1) for rank, call in instance.calls.items()}
-    received = {rank: call.tensor_list(Role.OUTPUT, 0) for rank, call in instance.calls.items()}
+    sent = {rank: call.tensor_list(INPUT, 1) for rank, call in instance.calls.items()}
+    received = {rank: call.tensor_list(OUTPUT, 0) for rank, call in instance.calls.items()}
     return _Check(pair=lambda a, b: _exchanged(sent, received, position, a, b))
 
 
@@ -732,10 +749,10 @@ def _check_reduce_scatter(instance: _Instance) -> _Check:
     if not instance.complete:
         return _incomplete(instance)
     op = next(iter(instance.calls.values())).reduce_op()
-    chunks = {rank: call.tensor_list(Role.INPUT, 1) for rank, call in instance.calls.items()}
+    chunks = {rank: call.tensor_list(INPUT, 1) for rank, call in instance.calls.items()}
     per_rank = {
         rank: check_reduction(
-            instance.calls[rank].tensor(Role.OUTPUT, 0, "output"),
+            instance.calls[rank].tensor(OUTPUT, 0, "output"),
             [_slot(chunks[member], index) for member in instance.members],
             op,
         )
@@ -915,12 +932,11 @@ class _Linker:
         node = call.node
         if call.family is not Family.BATCH:
             payload = (
-                call.tensor(Role.INPUT, 0, "tensor")
+                call.tensor(INPUT, 0, "tensor")
                 if call.family is Family.SEND
-                else call.tensor(Role.OUTPUT, 0, "tensor")
+                else call.tensor(OUTPUT, 0, "tensor")
             )
-            end = _P2PEnd(Endpoint(node.rank, node, call.api), payload)
-            yield call.family, call.rank_arg(), end
+            yield call.family, call.rank_arg(), _P2PEnd(call.endpoint, payload)
             return
         for index, op in enumerate(node.batch_p2p or []):
             parsed = _batch_op(op)
@@ -1087,15 +1103,14 @@ class _Linker:
     def _add(
         self, instance: _Instance, source: int, target: int, mutual: bool, verdict: Verdict
     ) -> None:
-        source_call, target_call = instance.calls[source], instance.calls[target]
         self.links.append(
             Link(
                 instance.side,
                 instance.step,
                 instance.group_key,
                 instance.occurrence,
-                Endpoint(source, source_call.node, source_call.api),
-                Endpoint(target, target_call.node, target_call.api),
+                instance.calls[source].endpoint,
+                instance.calls[target].endpoint,
                 mutual,
                 verdict,
             )
@@ -1104,8 +1119,7 @@ class _Linker:
     def _add_unlinked(
         self, instance: _Instance, call: _Call, peer: int, mutual: bool, sends: bool
     ) -> None:
-        here = Endpoint(call.node.rank, call.node, call.api)
-        there = Endpoint(peer, None, call.api)
+        here, there = call.endpoint, Endpoint(peer, None, call.api)
         verdict = self._unlinked(instance.side, instance.step, here, peer)
         source, target = (here, there) if sends else (there, here)
         self.links.append(
@@ -1144,43 +1158,57 @@ class _NodeLinks:
     linked: int = 0
     missing: int = 0
     mismatch: str | None = None  # the first disagreement, with the peer it concerns
-    verdicts: list[Verdict] = field(default_factory=list)
+    consistent: bool = False  # some link could be checked and agreed
+    unknown: str | None = None  # why the first unchecked link could not be
+
+    def add(self, verdict: Verdict, peer_rank: int, peer_name: str | None) -> None:
+        status = verdict.status
+        if status is Consistency.MISMATCH:
+            if self.mismatch is None:
+                self.mismatch = f"with rank {peer_rank} ({peer_name}): {verdict.reason}"
+        elif status is Consistency.CONSISTENT:
+            self.consistent = True
+        elif self.unknown is None:
+            self.unknown = verdict.reason
 
     def annotation(self) -> str | None:
+        """msprobe's JSON (json's default separators, as msprobe writes it): one object, or a
+        list of them for a batch_isend_irecv that linked several ops."""
         ops = [
             {"communications_type": kind, "nodes_info": peers}
             for _index, (kind, peers) in sorted(self.ops.items())
-            if peers
         ]
         if not ops:
             return None
-        # msprobe writes a list only for a batch linking several ops, with json's separators
-        return json.dumps(ops[0] if len(ops) == 1 else ops, ensure_ascii=False)
+        return json.dumps(ops[0] if len(ops) == 1 else ops)
 
     def verdict(self) -> Verdict:
+        """Worst over the links, as ``combine`` would give: mismatch, consistent, unknown."""
         if self.mismatch is not None:
             return _mismatch(self.mismatch)
-        return combine(self.verdicts)
+        if self.consistent:
+            return CONSISTENT
+        return _unknown(self.unknown or "not linked")
 
 
 def _per_node(
     links: list[Link], overflow_check: bool, rows: list[LinkRow]
-) -> dict[tuple[str, int, int, str], _NodeLinks]:
-    """Fill ``rows`` (one per node and peer) and gather what each node is linked to."""
-    per_node: dict[tuple[str, int, int, str], _NodeLinks] = defaultdict(_NodeLinks)
+) -> dict[int, _NodeLinks]:
+    """Fill ``rows`` (one per node and peer); return what each node is linked to, by ``id``."""
+    per_node: dict[int, _NodeLinks] = {}
+    index_text: dict[int, str] = {}  # a node is the peer of up to group-size others
     for link in links:
         kinds = ("send_receive", "send_receive") if link.mutual else ("send", "receive")
-        status, reason = str(link.verdict.status), link.verdict.reason
-        for here, there, kind in (
-            (link.source, link.target, kinds[0]),
-            (link.target, link.source, kinds[1]),
-        ):
+        verdict = link.verdict
+        status, reason = verdict.status.value, verdict.reason
+        ends = ((link.source, link.target, kinds[0]), (link.target, link.source, kinds[1]))
+        for here, there, kind in ends:
             node, peer = here.node, there.node
             if node is None:
                 continue
             peer_name = peer.name if peer is not None else None
             rows.append(
-                LinkRow(
+                (  # a LinkRow, as a plain tuple: there is one per node and peer
                     link.side,
                     link.step,
                     here.rank,
@@ -1196,26 +1224,34 @@ def _per_node(
                     reason,
                 )
             )
-            entry = per_node[(link.side, link.step, here.rank, node.name)]
-            entry.verdicts.append(link.verdict)
-            if link.verdict.status is Consistency.MISMATCH and entry.mismatch is None:
-                entry.mismatch = f"with rank {there.rank} ({peer_name}): {reason}"
+            entry = per_node.get(id(node))
+            if entry is None:
+                entry = per_node[id(node)] = _NodeLinks()
+            entry.add(verdict, there.rank, peer_name)
             if peer is None:
                 entry.missing += 1
                 continue
             entry.linked += 1
-            _kind, peers = entry.ops.setdefault(here.op_index, (kind, {}))
-            peers[str(there.rank)] = [_index_text(peer, overflow_check), peer.name]
+            op = entry.ops.get(here.op_index)
+            if op is None:
+                op = entry.ops[here.op_index] = (kind, {})
+            text = index_text.get(id(peer))
+            if text is None:
+                text = index_text[id(peer)] = _index_text(peer, overflow_check)
+            op[1][str(there.rank)] = [text, peer.name]
     return per_node
 
 
-def _transfers(links: Iterable[Link]) -> Iterator[Transfer]:
+def _traffic(links: Iterable[Link]) -> Counter[Transfer]:
+    """How many transfers went each way, by API and verdict: what the topology is built from."""
+    traffic: Counter[Transfer] = Counter()
     for link in links:
-        status = str(link.verdict.status)
-        source, target = link.source.rank, link.target.rank
-        yield Transfer(link.side, link.step, source, target, link.api, status, link.linked)
+        status = link.verdict.status.value
+        source, target, api, linked = link.source.rank, link.target.rank, link.api, link.linked
+        traffic[(link.side, link.step, source, target, api, status, linked)] += 1
         if link.mutual:
-            yield Transfer(link.side, link.step, target, source, link.api, status, link.linked)
+            traffic[(link.side, link.step, target, source, api, status, linked)] += 1
+    return traffic
 
 
 def _dumped_ranks(
@@ -1250,6 +1286,20 @@ def _counts(
 # ================================================================ the entry point
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Linking keeps ~10 acyclic objects per link alive at once; refcounting frees them, and
+    the cyclic collector would only rescan the growing heap over and over (it doubled the
+    time of a 1,024-rank link in bench/bench_links.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def link_ranks(
     conn: sqlite3.Connection,
     nodes: Sequence[CommNode],
@@ -1261,6 +1311,16 @@ def link_ranks(
     ``dumped`` lists every built (side, step, rank), so that a rank without communication
     nodes still counts as present; without it, the ranks holding communication nodes are.
     """
+    with _collector_paused():
+        return _link(conn, nodes, overflow_check, dumped)
+
+
+def _link(
+    conn: sqlite3.Connection,
+    nodes: Sequence[CommNode],
+    overflow_check: bool,
+    dumped: Iterable[tuple[str, int, int]] | None,
+) -> LinkSummary:
     started = time.perf_counter()
     dumped_ranks = _dumped_ranks(nodes, dumped)
     # timsort is linear on the per-rank runs the pipeline hands over already in order
@@ -1276,7 +1336,7 @@ def link_ranks(
     node_rows: list[CommNodeRow] = []
     for call in calls:
         node = call.node
-        entry = per_node.get((node.side, node.step, node.rank, node.name))
+        entry = per_node.get(id(node))
         text = entry.annotation() if entry is not None else None
         if text is not None:
             annotations.append(
@@ -1298,7 +1358,7 @@ def link_ranks(
                 verdict.reason,
             )
         )
-    graphs = build_topologies(_transfers(links), dumped_ranks)
+    graphs = build_topologies(_traffic(links), dumped_ranks)
     edge_rows, rank_rows = topology_rows(graphs)
     write_links(conn, annotations, link_rows, node_rows, edge_rows, rank_rows)
 

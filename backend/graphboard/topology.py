@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import networkx as nx
 import orjson
@@ -20,21 +20,16 @@ from graphboard.store.links import EdgeRow, RankRow
 GraphKey = tuple[str, int]  # (side, step)
 
 
-class Transfer(NamedTuple):
-    """Data that went (or should have gone) from ``source`` rank to ``target`` rank."""
-
-    side: str
-    step: int
-    source: int
-    target: int
-    api: str
-    verdict: str  # consistent | mismatch | unknown
-    linked: bool  # False: the peer's call was not found
+# Data that went (or should have gone) from one rank to another, as a plain tuple because a
+# large run has millions of them: (side, step, source rank, target rank, API, verdict, linked).
+# verdict is consistent | mismatch | unknown; linked is False when the peer's call was missing.
+Transfer = tuple[str, int, int, int, str, str, bool]
 
 
 def build_topologies(
-    transfers: Iterable[Transfer], dumped: Mapping[GraphKey, Iterable[int]]
+    traffic: Mapping[Transfer, int], dumped: Mapping[GraphKey, Iterable[int]]
 ) -> dict[GraphKey, nx.DiGraph]:
+    """One graph per (side, step) from transfer counts (so networkx sees each edge rarely)."""
     graphs: dict[GraphKey, nx.DiGraph] = {}
 
     def graph_for(key: GraphKey) -> nx.DiGraph:
@@ -46,31 +41,24 @@ def build_topologies(
 
     for key in dumped:
         graph_for(key)
-    for transfer in transfers:
-        graph = graph_for((transfer.side, transfer.step))
-        for rank in (transfer.source, transfer.target):
+    for (side, step, source, target, api, verdict, linked), count in traffic.items():
+        graph = graph_for((side, step))
+        for rank in (source, target):
             if rank not in graph:
                 graph.add_node(rank, in_dump=False)
-        edge = graph.get_edge_data(transfer.source, transfer.target)
+        edge = graph.get_edge_data(source, target)
         if edge is None:
-            graph.add_edge(
-                transfer.source,
-                transfer.target,
-                ops=0,
-                mismatches=0,
-                unknown=0,
-                unlinked=0,
-                apis=Counter(),
-            )
-            edge = graph[transfer.source][transfer.target]
-        edge["ops"] += 1
-        edge["apis"][transfer.api] += 1
-        if not transfer.linked:
-            edge["unlinked"] += 1
-        elif transfer.verdict == "mismatch":
-            edge["mismatches"] += 1
-        elif transfer.verdict == "unknown":
-            edge["unknown"] += 1
+            graph.add_edge(source, target, ops=0, mismatches=0, unknown=0, unlinked=0)
+            edge = graph[source][target]
+            edge["apis"] = Counter()
+        edge["ops"] += count
+        edge["apis"][api] += count
+        if not linked:
+            edge["unlinked"] += count
+        elif verdict == "mismatch":
+            edge["mismatches"] += count
+        elif verdict == "unknown":
+            edge["unknown"] += count
     return graphs
 
 
