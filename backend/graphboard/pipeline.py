@@ -257,10 +257,27 @@ def _claim_final_path(temp: Path, directory: Path, name: str) -> Path:
         return candidate
 
 
-def _workers(options: BuildOptions, tasks: int) -> int:
+POOL_MIN_BYTES = 48 * 1024 * 1024  # below this much dump.json, starting workers costs more
+
+
+def _dump_bytes(tasks: list[Task]) -> int:
+    total = 0
+    for task in tasks:
+        for rank_dir in (task.target, task.golden):
+            if rank_dir is not None:
+                try:
+                    total += rank_dir.file("dump.json").stat().st_size
+                except OSError:
+                    pass  # reported when the task reads it
+    return total
+
+
+def _workers(options: BuildOptions, tasks: list[Task]) -> int:
     if options.workers is not None:
-        return max(1, min(options.workers, tasks))
-    return max(1, min(os.cpu_count() or 1, tasks, 8))
+        return max(1, min(options.workers, len(tasks)))
+    if len(tasks) == 1 or _dump_bytes(tasks) < POOL_MIN_BYTES:
+        return 1
+    return max(1, min(os.cpu_count() or 1, len(tasks), 8))
 
 
 def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> BuildResult:
@@ -392,7 +409,7 @@ def _run_tasks(
             0.95 * done / len(tasks), f"{done}/{len(tasks)} step {result.step} rank {result.rank}"
         )
 
-    workers = _workers(options, len(tasks))
+    workers = _workers(options, tasks)
     if workers == 1:
         results = []
         lone = len(tasks) == 1 and (os.cpu_count() or 1) > 1

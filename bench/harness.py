@@ -1,0 +1,134 @@
+"""Shared pieces of the benchmarks: cached synthetic inputs, timed runs, side-by-side tables.
+
+Each run is a fresh process (start-up included, as a user sees it); peak RSS is the largest
+resident set of that process tree, from wait4.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+DATA = Path(os.environ.get("GRAPHBOARD_BENCH_DATA", BENCH / "data"))
+SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", REPO.parent / "shared"))
+GRAPH_BUILD = [sys.executable, "-m", "graphboard.cli"]
+
+
+def msprobe_binary() -> str | None:
+    for candidate in (os.environ.get("GRAPHBOARD_MSPROBE_BIN"), str(REPO / ".venv-msprobe" / "bin" / "msprobe")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return shutil.which("msprobe")
+
+
+def synthetic(name: str, *args: str) -> Path:
+    """A dump from make_synthetic_dump.py, generated once and cached under bench/data/."""
+    root = DATA / name
+    if not (root / "step0").exists():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, str(BENCH / "make_synthetic_dump.py"), "--out", str(root), *args], check=True)
+    return root
+
+
+def steps_only(fixture: Path, name: str) -> Path:
+    """A copy of a fixture's stepN folders alone: msprobe refuses stray files beside them."""
+    root = DATA / name
+    if not root.exists():
+        root.mkdir(parents=True)
+        for step in fixture.glob("step*"):
+            shutil.copytree(step, root / step.name)
+    return root
+
+
+def count_records(root: Path) -> tuple[int, int]:
+    """(construct entries, dump records) over every rank folder, counted without parsing."""
+    construct = records = 0
+    for rank_dir in {path.parent for path in root.rglob("construct.json")}:
+        construct += _count_keys(rank_dir / "construct.json", depth=1)
+        records += _count_keys(rank_dir / "dump.json", depth=2)
+    return construct, records
+
+
+def _count_keys(path: Path, depth: int) -> int:
+    import orjson
+
+    document = orjson.loads(path.read_bytes()) if path.stat().st_size < 2**31 else None
+    if document is None:
+        return 0
+    return len(document) if depth == 1 else len(document.get("data", {}))
+
+
+@dataclass(slots=True)
+class Run:
+    seconds: float
+    peak_rss_mb: float
+
+
+def timed(command: Sequence[str], cwd: Path | None = None) -> Run:
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert process.stderr is not None
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    error = process.stderr.read().decode(errors="replace")
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({process.returncode}):\n{error[-2000:]}")
+    return Run(seconds, usage.ru_maxrss / 1024)
+
+
+def repeat(command_for: object, runs: int) -> list[Run]:
+    results = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(dir=DATA) as out:
+            results.append(timed(command_for(Path(out))))  # type: ignore[operator]
+    return results
+
+
+@dataclass(slots=True)
+class Row:
+    case: str
+    nodes: int
+    ours: list[Run]
+    theirs: list[Run] | None
+
+    @property
+    def ours_s(self) -> float:
+        return statistics.median(run.seconds for run in self.ours)
+
+
+def table(title: str, rows: list[Row]) -> str:
+    lines = [
+        f"## {title}",
+        "",
+        "| case | records | graphboard s (median, best) | records/s | peak RSS MB | msprobe s | msprobe RSS MB | speed-up |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        ours = row.ours_s
+        best = min(run.seconds for run in row.ours)
+        rss = max(run.peak_rss_mb for run in row.ours)
+        if row.theirs:
+            theirs = statistics.median(run.seconds for run in row.theirs)
+            their_rss = max(run.peak_rss_mb for run in row.theirs)
+            other = f"{theirs:.2f} | {their_rss:.0f} | {theirs / ours:.1f}x"
+        else:
+            other = "– | – | –"
+        lines.append(f"| {row.case} | {row.nodes:,} | {ours:.2f}, {best:.2f} | {row.nodes / ours:,.0f} | {rss:.0f} | {other} |")
+    return "\n".join(lines)
+
+
+def record(name: str, text: str) -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    machine = f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at start"
+    (BENCH / "results" / f"{name}.md").write_text(f"# {name} ({stamp}, {machine})\n\n{text}\n")
