@@ -146,6 +146,20 @@ def _run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_demo(args: argparse.Namespace) -> int:
+    from graphboard.demo import build_demo, viewer_url
+
+    result = build_demo(args.out)
+    print(f"demo: wrote {result.path} ({result.seconds:.2f}s)")
+    if args.no_serve:
+        return 0
+    args.data_dir = result.path.parent
+    print(
+        f"demo: open {viewer_url(args.host or '127.0.0.1', args.port or 8000, result)}", flush=True
+    )
+    return _run_serve(args)
+
+
 def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     try:
         return run(args)
@@ -186,6 +200,14 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
     serve.set_defaults(run=_run_serve)
+    demo = commands.add_parser(
+        "demo", help="dump a small model twice (golden, perturbed target), compare and serve it"
+    )
+    demo.add_argument("--out", type=Path, default=Path("graphboard-demo"), help="working folder")
+    demo.add_argument("--no-serve", action="store_true", help="exit after building")
+    demo.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    demo.add_argument("--port", type=int, help="port (default 8000)")
+    demo.set_defaults(run=_run_demo)
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)
 

@@ -1,0 +1,124 @@
+"""``graphboard demo``: a real model dumped twice, compared, and served, in about a minute.
+
+The golden run trains a small transformer for one step in float32. The target run is the
+same model with two deliberate changes, the kind a port to new hardware brings: block 0's
+GELU uses the tanh approximation, and block 1's attention softmax is computed in bfloat16.
+Both runs are dumped with graphboard's probe and compared with the overflow check on; the
+viewer then shows where the numbers start to differ.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from graphboard import probe
+from graphboard.pipeline import BuildOptions, BuildResult, run_build
+
+VOCAB, WIDTH, HEADS, BLOCKS, BATCH, TOKENS = 64, 32, 4, 2, 4, 16
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    gelu_tanh_in_block: int | None = None
+    bf16_softmax_in_block: int | None = None
+
+
+GOLDEN = Variant()
+TARGET = Variant(gelu_tanh_in_block=0, bf16_softmax_in_block=1)
+
+
+class Attention(nn.Module):
+    def __init__(self, bf16_softmax: bool) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
+        self.proj = nn.Linear(WIDTH, WIDTH)
+        self.bf16_softmax = bf16_softmax
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch, tokens, _ = x.shape
+        q, k, v = self.qkv(x).view(batch, tokens, 3, HEADS, WIDTH // HEADS).permute(2, 0, 3, 1, 4)
+        scores = torch.matmul(q, k.transpose(-2, -1)) / (WIDTH // HEADS) ** 0.5
+        if self.bf16_softmax:  # the "new kernel": softmax in low precision
+            weights = torch.softmax(scores.to(torch.bfloat16), dim=-1).to(torch.float32)
+        else:
+            weights = torch.softmax(scores, dim=-1)
+        mixed = torch.matmul(weights, v).transpose(1, 2).reshape(batch, tokens, WIDTH)
+        return self.proj(mixed)
+
+
+class Block(nn.Module):
+    def __init__(self, gelu_tanh: bool, bf16_softmax: bool) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(WIDTH)
+        self.attention = Attention(bf16_softmax)
+        self.norm2 = nn.LayerNorm(WIDTH)
+        self.mlp = nn.Sequential(
+            nn.Linear(WIDTH, 4 * WIDTH),
+            nn.GELU(approximate="tanh" if gelu_tanh else "none"),
+            nn.Linear(4 * WIDTH, WIDTH),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attention(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, variant: Variant) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(VOCAB, WIDTH)
+        self.blocks = nn.ModuleList(
+            Block(variant.gelu_tanh_in_block == index, variant.bf16_softmax_in_block == index)
+            for index in range(BLOCKS)
+        )
+        self.norm = nn.LayerNorm(WIDTH)
+        self.head = nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embedding(tokens)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def train_one_step(variant: Variant, dump_root: Path) -> float:
+    """One SGD step, dumped; the same seed gives both runs the same weights and data."""
+    torch.manual_seed(1234)
+    model = TinyTransformer(variant)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    tokens = torch.randint(0, VOCAB, (BATCH, TOKENS))
+    labels = torch.randint(0, VOCAB, (BATCH, TOKENS))
+    with probe.dump(model, dump_root, step=0, level="mix", task="statistics"):
+        logits = model(tokens)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
+        loss.backward()
+        optimizer.step()
+    return float(loss.detach())
+
+
+def build_demo(out: Path) -> BuildResult:
+    """Dump both runs into ``out`` and compare them into ``out/graphs``."""
+    for run in ("golden", "target"):
+        shutil.rmtree(out / run, ignore_errors=True)
+    golden_loss = train_one_step(GOLDEN, out / "golden")
+    target_loss = train_one_step(TARGET, out / "target")
+    print(f"demo: golden loss {golden_loss:.6f}, target loss {target_loss:.6f}")
+    return run_build(
+        BuildOptions(
+            target=out / "target",
+            golden=out / "golden",
+            output_dir=out / "graphs",
+            overflow_check=True,
+            command=["graphboard", "demo"],
+        )
+    )
+
+
+def viewer_url(host: str, port: int, result: BuildResult) -> str:
+    graph = result.path.name.removesuffix(".vis.db")
+    return f"http://{host}:{port}/?graph={graph}"
