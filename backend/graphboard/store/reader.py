@@ -463,8 +463,9 @@ class VisDb:
         changes: list[_Change] = []
         if self.source is Source.GRAPHBOARD:
             other = "Bench" if key.side == "NPU" else "NPU"
-            for order, precision, link, input_text in self.conn.execute(
-                "SELECT node_order, precision_index, matched_node_link, input_data FROM main.tb_nodes "
+            for order, precision, link, input_text, output_text in self.conn.execute(
+                "SELECT node_order, precision_index, matched_node_link, input_data, output_data "
+                "FROM main.tb_nodes "
                 "WHERE step = ? AND rank = ? AND modified = 1 AND data_source = ?",
                 (key.step, key.rank, key.side),
             ).fetchall():
@@ -480,7 +481,9 @@ class VisDb:
                 )
                 level = level_of_precision(precision)
                 code = int(level) if level is not None else -1
-                introduced = sidecar.introduced_level(code, _json_or(input_text, {}))
+                introduced = sidecar.introduced_level(
+                    code, _json_or(input_text, {}), _json_or(output_text, {})
+                )
                 changes.append(
                     _Change(
                         int(order),

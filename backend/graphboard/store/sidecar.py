@@ -118,18 +118,24 @@ def _counterpart_name(link: str | None) -> str | None:
     return str(names[-1]) if isinstance(names, list) and names else None
 
 
-def introduced_level(level: int, input_data: dict[str, Any]) -> int:
+def introduced_level(level: int, input_data: dict[str, Any], output_data: dict[str, Any]) -> int:
     """The level of a divergence that starts at a flagged node, read from the ``Result`` of
-    its stored rows: 0 unless every input tensor passed (as ``NodeComparison.introduced_level``)."""
+    its stored rows: 0 unless every input tensor passed (as ``NodeComparison.introduced_level``).
+    A node without rows of its own (an API collection borrowing its children's index) has none."""
     if level <= Level.PASS:
         return 0
-    for shown in input_data.values():
-        if not isinstance(shown, dict) or "value" in shown:
-            continue  # not a tensor
-        result = _LEVEL_OF_RESULT.get(str(shown.get("Result", "pass")).lower(), Level.PASS)
-        if result is not Level.PASS:
-            return 0
-    return level
+    scored = False
+    for data, inputs in ((input_data, True), (output_data, False)):
+        for shown in data.values():
+            if not isinstance(shown, dict) or "Result" not in shown:
+                continue
+            scored = True
+            if not inputs or "value" in shown:
+                continue  # an output, or not a tensor
+            result = _LEVEL_OF_RESULT.get(str(shown["Result"]).lower(), Level.PASS)
+            if result is not Level.PASS:
+                return 0
+    return level if scored else 0
 
 
 class _Graph:
@@ -187,11 +193,13 @@ def _columns(
     for flagged in np.flatnonzero(level > Level.PASS):
         index = int(flagged)
         found = conn.execute(
-            "SELECT input_data FROM tb_nodes WHERE step = ? AND rank = ? AND data_source = ? AND node_name = ?",
+            "SELECT input_data, output_data FROM tb_nodes "
+            "WHERE step = ? AND rank = ? AND data_source = ? AND node_name = ?",
             (graph.step, graph.rank, graph.side, graph.names[index]),
         ).fetchone()
         input_data = orjson.loads(found[0]) if found and found[0] else {}
-        introduced[index] = introduced_level(int(level[index]), input_data)
+        output_data = orjson.loads(found[1]) if found and found[1] else {}
+        introduced[index] = introduced_level(int(level[index]), input_data, output_data)
     columns.update(
         level=level,
         overflow=overflow,
