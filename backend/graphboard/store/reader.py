@@ -333,6 +333,11 @@ class VisDb:
     def writable(self) -> bool:
         return not self.conn.execute("PRAGMA query_only").fetchone()[0]
 
+    def ensure_derived(self) -> Path | None:
+        """Derive an msprobe file's columns now (its sidecar's path); None for our own files."""
+        self._gb_conn()
+        return self.sidecar_path
+
     def _gb_conn(self) -> sqlite3.Connection:
         """Where ``gb_graphs`` / ``gb_arrays`` are: the file itself or its sidecar."""
         if self.source is Source.GRAPHBOARD:

@@ -1,0 +1,123 @@
+"""The matching requests: match, unmatch, apply a .vis.config, undo. Each is one write
+transaction and one entry of the file's match history."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from graphboard.server.errors import Conflict
+from graphboard.server.matching.access import writing
+from graphboard.server.matching.outcome import MatchFailure, Outcome, Skipped
+from graphboard.server.matching.planner import Planner
+from graphboard.server.settings import Settings
+from graphboard.store import matches
+from graphboard.store.reader import VisDb
+
+
+def _record(
+    db: VisDb,
+    planner: Planner,
+    kind: str,
+    pair: tuple[str, str] | None,
+    options: dict[str, Any],
+    outcome: Outcome,
+) -> int:
+    target, golden = pair if pair is not None else (None, None)
+    action_id = matches.start_action(
+        db.conn, kind, planner.step, planner.rank, target, golden, options
+    )
+    matches.put_overlay(db.conn, action_id, planner.scorer.rows)
+    matches.finish_action(
+        db.conn, action_id, [(item.target, item.golden) for item in outcome.pairs]
+    )
+    return action_id
+
+
+def match(
+    path: Path,
+    settings: Settings,
+    step: int,
+    rank: int,
+    target: str,
+    golden: str,
+    *,
+    descendants: bool,
+    twins: bool,
+) -> Outcome:
+    with writing(path, settings) as db:
+        planner = Planner(db, step, rank, settings.data_root)
+        try:
+            outcome = planner.match(target, golden, descendants=descendants, twins=twins)
+        except MatchFailure as failure:
+            raise failure.as_api_error() from None
+        options = {"descendants": descendants, "twins": twins}
+        outcome.action_id = _record(db, planner, "match", (target, golden), options, outcome)
+    return outcome
+
+
+def unmatch(
+    path: Path,
+    settings: Settings,
+    step: int,
+    rank: int,
+    target: str,
+    golden: str,
+    *,
+    descendants: bool,
+    twins: bool,
+) -> Outcome:
+    with writing(path, settings) as db:
+        planner = Planner(db, step, rank, settings.data_root)
+        try:
+            outcome = planner.unmatch(target, golden, descendants=descendants, twins=twins)
+        except MatchFailure as failure:
+            raise failure.as_api_error() from None
+        options = {"descendants": descendants, "twins": twins}
+        outcome.action_id = _record(db, planner, "unmatch", (target, golden), options, outcome)
+    return outcome
+
+
+def import_config(
+    path: Path,
+    settings: Settings,
+    step: int,
+    rank: int,
+    config: Mapping[str, str],
+    *,
+    descendants: bool,
+    twins: bool,
+) -> Outcome:
+    """Apply an msprobe ``.vis.config`` ({target: golden}): every entry a match of its own in
+    one action; entries that cannot be matched are reported, not fatal."""
+    with writing(path, settings) as db:
+        planner = Planner(db, step, rank, settings.data_root)
+        outcome = Outcome(None)
+        for target, golden in config.items():
+            rows, claimed = len(planner.scorer.rows), set(planner.claimed)
+            try:
+                found = planner.match(target, golden, descendants=descendants, twins=twins)
+            except MatchFailure as failure:
+                del planner.scorer.rows[rows:]  # nothing of a refused entry is kept
+                planner.claimed = claimed
+                outcome.skipped.append(Skipped(target, golden, failure.code, failure.message))
+                continue
+            outcome.pairs.extend(found.pairs)
+            outcome.skipped.extend(found.skipped)
+        if outcome.pairs:
+            options = {"descendants": descendants, "twins": twins, "entries": len(config)}
+            outcome.action_id = _record(db, planner, "import", None, options, outcome)
+    return outcome
+
+
+def undo(path: Path, settings: Settings, step: int, rank: int) -> tuple[matches.Action, int]:
+    """Undo the latest action of a (step, rank): its nodes get back their previous state."""
+    with writing(path, settings) as db:
+        last = matches.last_action(db.conn, step, rank) if db.has_overlay else None
+        if last is None:
+            raise Conflict(f"nothing to undo for step {step}, rank {rank}", code="nothing_to_undo")
+        restored = matches.undo_action(db.conn, last.id, step, rank)
+        undone = matches.action(db.conn, last.id)
+        assert undone is not None
+    return undone, restored
