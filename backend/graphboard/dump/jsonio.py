@@ -8,12 +8,11 @@ by record so that memory stays proportional to one record, not to the file.
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import orjson
 
@@ -26,11 +25,16 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
+def _is_truncation(pos: int, text: str, message: str) -> bool:
+    """The parser ran out of text: at the very end, or inside a string never closed."""
+    return pos >= len(text.rstrip()) or message.startswith("Unterminated string")
+
+
 def _decode_error(path: Path, error: json.JSONDecodeError, what: str) -> DumpError:
-    if error.pos >= len(error.doc.rstrip()):
-        problem = (
-            f"{what} ends early at line {error.lineno}, column {error.colno} (truncated file?)"
-        )
+    if _is_truncation(error.pos, error.doc, error.msg):
+        doc = error.doc  # report where the text stops, not where the open string began
+        line, column = doc.count("\n") + 1, len(doc) - doc.rfind("\n")
+        problem = f"{what} ends early at line {line}, column {column} (truncated file?)"
     else:
         problem = f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
     return DumpError(path, problem)
@@ -120,12 +124,13 @@ class _TextStream:
         return line, column
 
     def fail(self, pos: int, problem: str) -> DumpError:
-        line, column = self.location(pos)
-        if self.eof and pos >= len(self.buf.rstrip()):
+        if self.eof and _is_truncation(pos, self.buf, problem):
+            line, column = self.location(len(self.buf))
             return DumpError(
                 self._path,
                 f"dump.json ends early at line {line}, column {column} (truncated file?)",
             )
+        line, column = self.location(pos)
         return DumpError(self._path, f"invalid JSON at line {line}, column {column}: {problem}")
 
     def skip_ws(self) -> None:
@@ -259,7 +264,17 @@ class DumpFile:
 
 
 _INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
+_SPACES = re.compile(rb"[ \t\r\n]*")
 _SPLIT_CHUNK = 32 * 1024 * 1024
+_DETECT_BYTES = 64 * 1024
+
+
+def _locate(text: bytes, pos: int, line: int = 1, column: int = 1) -> tuple[int, int]:
+    """Line and column of ``text[pos]``, given the line and column of ``text[0]``."""
+    newlines = text.count(b"\n", 0, pos)
+    if not newlines:
+        return line, column + pos
+    return line + newlines, pos - text.rfind(b"\n", 0, pos)
 
 
 class _PrettySplitter:
@@ -268,7 +283,9 @@ class _PrettySplitter:
     A record of ``data`` starts on a line indented exactly twice the file's unit, and no JSON
     string holds a raw newline, so those lines split the file into records that orjson parses
     one by one (the standard parser takes a record orjson refuses, e.g. one with NaN).
-    ``detect`` says whether the file has that shape; if not, the caller streams it instead.
+    Between records it checks what a parser would (commas, the closing braces, keys after
+    ``data``), so it accepts and rejects what the whole-file parser does, at the same line
+    and column. ``detect`` says whether the file has that shape; if not, the caller streams it.
     """
 
     def __init__(self, path: Path) -> None:
@@ -279,16 +296,41 @@ class _PrettySplitter:
     def detect(self) -> bool:
         try:
             with self.path.open("rb") as handle:
-                head = handle.read(4096)
+                head = handle.read(_DETECT_BYTES)
         except OSError:
             return False
         match = _INDENT.match(head)
         if match is None:
             return False
-        self.unit = match.group(1)
+        unit = match.group(1)
+        data_key = b"\n" + unit + b'"data":'
+        found = head.find(data_key)
+        if found < 0:
+            return False  # no "data" near the top: the streaming parser says what is wrong
+        opening = _SPACES.match(head, found + len(data_key)).end()  # type: ignore[union-attr]
+        if head[opening : opening + 1] != b"{":
+            return False
+        first = _SPACES.match(head, opening + 1).end()  # type: ignore[union-attr]
+        record_start = b"\n" + unit * 2 + b'"'
+        if head[first : first + 1] != b"}" and (
+            head[first - len(record_start) + 1 : first + 1] != record_start
+        ):
+            return False  # records not indented as the rest of the file
+        self.unit = unit
         return True
 
+    def _invalid(self, where: tuple[int, int], problem: str) -> DumpError:
+        line, column = where
+        return DumpError(self.path, f"invalid JSON at line {line}, column {column}: {problem}")
+
+    def _truncated(self, where: tuple[int, int]) -> DumpError:
+        line, column = where
+        return DumpError(
+            self.path, f"dump.json ends early at line {line}, column {column} (truncated file?)"
+        )
+
     def _parse(self, text: bytes, line: int) -> Any:
+        """Parse ``text``, whose first line is line ``line`` of the file."""
         try:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
@@ -301,58 +343,68 @@ class _PrettySplitter:
             ) from None
         except json.JSONDecodeError as error:
             where = line + error.lineno - 1
-            raise DumpError(
-                self.path, f"invalid JSON at line {where}, column {error.colno}: {error.msg}"
-            ) from None
+            raise self._invalid((where, error.colno), error.msg) from None
 
-    def _header_fields(self, text: bytes, line: int) -> None:
-        body = text.strip().rstrip(b",")
-        if body:
-            value = self._parse(b"{" + body + b"}", line)
-            if isinstance(value, dict):
-                self.header.update(value)
+    def _header_fields(self, body: bytes, line: int) -> None:
+        """Top-level keys other than "data"; ``body`` (from line ``line``) has no outer comma."""
+        value = self._parse(b"{" + body + b"}", line)
+        if isinstance(value, dict):
+            self.header.update(value)
 
     def records(self) -> Iterator[tuple[str, Any]]:
         unit = self.unit
         data_key = b"\n" + unit + b'"data":'
-        record_start = b"\n" + unit * 2 + b'"'
+        record_start = re.compile(re.escape(b"\n" + unit * 2 + b'"'))
         data_end = re.compile(rb"\n" + re.escape(unit) + rb"\}")
         with self.path.open("rb") as handle:
-            buf = handle.read(_SPLIT_CHUNK)
-            lines = 0
-            while (found := buf.find(data_key)) < 0:
-                more = handle.read(_SPLIT_CHUNK)
-                if not more:
-                    raise DumpError(
-                        self.path,
-                        'no "data" key',
-                        expected='{"task": ..., "data": {node name: record}}',
-                    )
-                buf += more
-            self._header_fields(buf[buf.index(b"{") + 1 : found], 1)
-            lines += buf.count(b"\n", 0, found)
+            buf = handle.read(max(_SPLIT_CHUNK, _DETECT_BYTES))
+            found = buf.find(data_key)  # detect() saw it in the first _DETECT_BYTES
+            brace = buf.index(b"{")
+            head = buf[brace + 1 : found].rstrip()
+            if head:
+                if not head.endswith(b","):
+                    where = _locate(buf, found + 1 + len(unit))
+                    raise self._invalid(where, "Expecting ',' delimiter")
+                self._header_fields(head[:-1], buf.count(b"\n", 0, brace) + 1)
             opening = buf.index(b"{", found + len(data_key))
-            lines += buf.count(b"\n", found, opening)
+            origin = _locate(buf, opening + 1)  # line and column of buf[0] from here on
             buf = buf[opening + 1 :]
+            first = _SPACES.match(buf).end()  # type: ignore[union-attr]
+            if buf[first : first + 1] == b"}":  # "data": {}
+                self._tail(handle, buf, first + 1, origin)
+                return
             eof = False
             while True:
-                starts = [m.start() for m in re.finditer(re.escape(record_start), buf)]
                 end = data_end.search(buf)
+                limit = end.start() if end is not None else len(buf)
+                starts = [m.start() for m in record_start.finditer(buf, 0, limit)]
                 if end is not None:
-                    starts = [start for start in starts if start < end.start()]
                     bounds = [*starts, end.start()]
                 elif eof:
-                    line = lines + buf.count(b"\n") + 1
-                    raise DumpError(
-                        self.path, f"dump.json ends early at line {line} (truncated file?)"
-                    )
+                    raise self._truncated(_locate(buf, len(buf), *origin))
                 else:
                     bounds = starts  # the last record may continue in the next chunk
-                counted, line = 0, lines + 2
-                for first, last in itertools.pairwise(bounds):
+                counted, line = 0, origin[0] + 1
+                last_pair = len(bounds) - 2
+                for index in range(len(bounds) - 1):
+                    first, last = bounds[index], bounds[index + 1]
                     line += buf.count(b"\n", counted, first)  # incremental: linear per chunk
                     counted = first
-                    record = self._parse(b"{" + buf[first:last].strip().rstrip(b",") + b"}", line)
+                    body = buf[first:last].rstrip()
+                    closing = end is not None and index == last_pair
+                    if body.endswith(b","):
+                        if closing:
+                            where = _locate(buf, last + 1 + len(unit), *origin)
+                            raise self._invalid(
+                                where, "Expecting property name enclosed in double quotes"
+                            )
+                        body = body[:-1]
+                    elif not closing:
+                        where = _locate(buf, last + 1 + 2 * len(unit), *origin)
+                        raise self._invalid(where, "Expecting ',' delimiter")
+                    # body starts with the newline before the record: "{" stands on the line
+                    # above it, so every line of the record keeps its own number and columns.
+                    record = self._parse(b"{" + body + b"}", line - 1)
                     if not isinstance(record, dict) or len(record) != 1:
                         raise DumpError(
                             self.path,
@@ -361,12 +413,29 @@ class _PrettySplitter:
                         )
                     yield from record.items()
                 if end is not None:
-                    rest = buf[end.end() :]
-                    rest = rest[: rest.rfind(b"}")] if b"}" in rest else rest
-                    self._header_fields(rest, lines + buf.count(b"\n", 0, end.end()) + 1)
+                    self._tail(handle, buf, end.end(), origin)
                     return
                 keep = bounds[-1] if len(bounds) > 1 else 0
-                lines += buf.count(b"\n", 0, keep)
+                origin = _locate(buf, keep, *origin)
                 more = handle.read(_SPLIT_CHUNK)
                 eof = not more
                 buf = buf[keep:] + more
+
+    def _tail(self, handle: BinaryIO, buf: bytes, pos: int, origin: tuple[int, int]) -> None:
+        """After data's closing brace: more top-level keys, then the document's own brace."""
+        origin = _locate(buf, pos, *origin)
+        rest = buf[pos:] + handle.read()
+        close = rest.rstrip()
+        if not close.endswith(b"}"):
+            raise self._truncated(_locate(rest, len(rest), *origin))
+        inner = close[:-1]
+        comma = _SPACES.match(inner).end()  # type: ignore[union-attr]
+        if comma == len(inner):
+            return
+        if inner[comma : comma + 1] != b",":
+            raise self._invalid(_locate(rest, comma, *origin), "Expecting ',' delimiter")
+        body = inner[comma + 1 :]
+        if not body.strip():
+            where = _locate(rest, len(inner), *origin)
+            raise self._invalid(where, "Expecting property name enclosed in double quotes")
+        self._header_fields(body, _locate(rest, comma, *origin)[0])
