@@ -1,4 +1,4 @@
-"""Case-insensitive name search over one graph, in memory.
+"""Case-insensitive name search over one graph, in memory, by substring or regex.
 
 The lower-cased names are joined, in execution order, into one newline-separated string, so
 a substring search is a single C-level scan: ``needle[^\\n]*`` matches once per name holding
@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 _SEPARATOR = "\n"
+MIN_LITERAL = 3  # shorter needles are not worth a pre-filter
 
 
 class NameIndex:
@@ -77,3 +78,82 @@ def regex_hits(
     return np.fromiter(
         (position for position in candidates if search(names[exec_perm[position]])), np.int64
     )
+
+
+# --- regular expressions ----------------------------------------------------------------------------
+
+_MAX_PATTERN = 256
+# A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: catastrophic
+# backtracking. Python's re has no time-out, so such patterns are refused up front.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+{]")
+
+
+def compile_search_regex(text: str) -> re.Pattern[str]:
+    """A user's name regex, case-insensitive; ValueError says why it is refused."""
+    if len(text) > _MAX_PATTERN:
+        raise ValueError(f"the pattern is longer than {_MAX_PATTERN} characters")
+    if _NESTED_QUANTIFIER.search(text):
+        raise ValueError("nested quantifiers such as (a+)+ are not allowed (they can take forever)")
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except re.error as error:
+        raise ValueError(f"not a valid regular expression: {error}") from None
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest run of plain characters every match must contain (3+ characters), so a
+    regex search only tests the names holding it. None when unsure (alternation, etc.)."""
+    if "|" in pattern:
+        return None
+    runs: list[str] = []
+    current: list[str] = []
+    depth = 0
+    index = 0
+    in_class = False
+
+    def close() -> None:
+        if current:
+            runs.append("".join(current))
+            current.clear()
+
+    while index < len(pattern):
+        char = pattern[index]
+        following = pattern[index + 1] if index + 1 < len(pattern) else ""
+        if in_class:
+            if char == "\\":
+                index += 1
+            elif char == "]":
+                in_class = False
+        elif char == "[":
+            close()
+            in_class = True
+        elif char == "(":
+            close()
+            depth += 1
+        elif char == ")":
+            close()
+            depth -= 1
+        elif char == "\\":
+            index += 1
+            if following and not following.isalnum() and depth == 0:
+                if pattern[index + 1 : index + 2] in ("?", "*", "{"):
+                    close()  # an optional character ends the run
+                else:
+                    current.append(following)
+            else:  # \d, \w, \b ... are classes or anchors, not characters
+                close()
+        elif char in ".^$?*+":
+            close()
+        elif char == "{":  # a counted repeat: skip its bounds
+            close()
+            closing = pattern.find("}", index)
+            index = len(pattern) if closing < 0 else closing
+        elif depth == 0:
+            if following in ("?", "*", "{"):
+                close()  # an optional character ends the run
+            else:
+                current.append(char)
+        index += 1
+    close()
+    best = max(runs, key=len, default="")
+    return best if len(best) >= MIN_LITERAL else None

@@ -16,7 +16,6 @@ names spliced into SQL are this module's constants.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ from graphboard.dump.records import Param
 from graphboard.errors import StoreError
 from graphboard.store import arrays, matches, sidecar
 from graphboard.store.graph_views import VIEWS, FileIdentity, GraphKey, GraphView, file_identity
-from graphboard.store.name_index import regex_hits
+from graphboard.store.name_index import compile_search_regex, regex_hits, required_literal
 from graphboard.store.param_parse import params_from_display
 
 __all__ = [
@@ -58,7 +57,6 @@ __all__ = [
 _LEVEL_NAMES = {int(level): level.label for level in Level}
 _SQLITE_HEADER = b"SQLite format 3\x00"
 _WAL_VERSION = 2
-_MIN_LITERAL = 3
 
 
 class Source(StrEnum):
@@ -925,82 +923,3 @@ def _annotated_peers(
                 precision = str(info[0]) if info[0] is not None else None
                 found.append((int(rank_text), str(info[1]), kind, precision))
     return communication, found
-
-
-# --- regex search ----------------------------------------------------------------------------
-
-_MAX_PATTERN = 256
-# A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: catastrophic
-# backtracking. Python's re has no time-out, so such patterns are refused up front.
-_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+{]")
-
-
-def compile_search_regex(text: str) -> re.Pattern[str]:
-    """A user's name regex, case-insensitive; ValueError says why it is refused."""
-    if len(text) > _MAX_PATTERN:
-        raise ValueError(f"the pattern is longer than {_MAX_PATTERN} characters")
-    if _NESTED_QUANTIFIER.search(text):
-        raise ValueError("nested quantifiers such as (a+)+ are not allowed (they can take forever)")
-    try:
-        return re.compile(text, re.IGNORECASE)
-    except re.error as error:
-        raise ValueError(f"not a valid regular expression: {error}") from None
-
-
-def required_literal(pattern: str) -> str | None:
-    """The longest run of plain characters every match must contain (3+ characters), so a
-    regex search only tests the names holding it. None when unsure (alternation, etc.)."""
-    if "|" in pattern:
-        return None
-    runs: list[str] = []
-    current: list[str] = []
-    depth = 0
-    index = 0
-    in_class = False
-
-    def close() -> None:
-        if current:
-            runs.append("".join(current))
-            current.clear()
-
-    while index < len(pattern):
-        char = pattern[index]
-        following = pattern[index + 1] if index + 1 < len(pattern) else ""
-        if in_class:
-            if char == "\\":
-                index += 1
-            elif char == "]":
-                in_class = False
-        elif char == "[":
-            close()
-            in_class = True
-        elif char == "(":
-            close()
-            depth += 1
-        elif char == ")":
-            close()
-            depth -= 1
-        elif char == "\\":
-            index += 1
-            if following and not following.isalnum() and depth == 0:
-                if pattern[index + 1 : index + 2] in ("?", "*", "{"):
-                    close()  # an optional character ends the run
-                else:
-                    current.append(following)
-            else:  # \d, \w, \b ... are classes or anchors, not characters
-                close()
-        elif char in ".^$?*+":
-            close()
-        elif char == "{":  # a counted repeat: skip its bounds
-            close()
-            closing = pattern.find("}", index)
-            index = len(pattern) if closing < 0 else closing
-        elif depth == 0:
-            if following in ("?", "*", "{"):
-                close()  # an optional character ends the run
-            else:
-                current.append(char)
-        index += 1
-    close()
-    best = max(runs, key=len, default="")
-    return best if len(best) >= _MIN_LITERAL else None
