@@ -129,7 +129,13 @@ class _Builder:
         twin = names.forward_twin(name)
         if twin is None:
             return None
-        return self.stacks.get(twin, NO_FORWARD_STACK)
+        stack = self.stacks.get(twin)
+        if stack is not None:
+            return stack
+        # A forward node that exists but has no stack gives an empty stack, as in msprobe;
+        # the "cannot find" message is only for a forward node that is nowhere in the dump.
+        known = twin in self.construct.parents or twin in self.records.params
+        return None if known else NO_FORWARD_STACK
 
     def init_nodes(self) -> None:
         parents = self.construct.parents
