@@ -41,8 +41,9 @@ def big_compare(records: int) -> Path:
     found = sorted(folder.glob("*.vis.db"))
     if found:
         return found[0]
-    golden = synthetic(f"records{records}-golden", "--records", str(records)) / "step0" / "rank0"
-    target = synthetic(f"records{records}-target", "--records", str(records), "--variant", "target") / "step0" / "rank0"
+    name = "records1m" if records == 1_000_000 else f"records{records}"  # as bench_compare.py
+    golden = synthetic(f"{name}-golden", "--records", str(records)) / "step0" / "rank0"
+    target = synthetic(f"{name}-target", "--records", str(records), "--variant", "target") / "step0" / "rank0"
     started = time.perf_counter()
     subprocess.run([*GRAPH_BUILD, "-tp", str(target), "-gp", str(golden), "-o", str(folder), "--name", "compare.vis.db", "-q"], check=True)
     print(f"built {folder / 'compare.vis.db'} in {time.perf_counter() - started:.0f}s", flush=True)

@@ -438,3 +438,40 @@ def test_concurrent_matches_on_one_file_all_land(fresh_client: TestClient) -> No
         "actions"
     ]
     assert len(history) == 4
+
+
+def test_readers_keep_reading_while_a_writer_matches(
+    fresh_client: TestClient, fresh_data_dir: Path
+) -> None:
+    stop = threading.Event()
+    failures: list[str] = []
+    reads = 0
+
+    def read() -> None:
+        nonlocal reads
+        while not stop.is_set():
+            response = fresh_client.get(
+                f"/api/graphs/{GRAPH}/children", params={**Q, "parent": HEAD[0]}
+            )
+            if response.status_code != 200:
+                failures.append(response.text)
+            state = {item["name"]: item["matched"] for item in response.json()["items"]}
+            if state.get(LINEAR[0]) is None:
+                failures.append(f"no {LINEAR[0]} in {state}")
+            reads += 1
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        for _ in range(5):
+            assert _match(fresh_client, GRAPH, LINEAR).status_code == 200
+            assert _unmatch(fresh_client, GRAPH, LINEAR).status_code == 200
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+    assert failures == [] and reads > 0
+    assert not [
+        p for p in fresh_data_dir.rglob("*") if p.name.endswith(("-wal", "-shm", "-journal"))
+    ]
