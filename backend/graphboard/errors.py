@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 
 class GraphboardError(Exception):
@@ -35,6 +37,14 @@ class DumpError(GraphboardError):
         if hint:
             message += f" ({hint})"
         super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised in a worker process and pickled back to the parent: rebuild it from its
+        # parts (the default would call __init__ with the message alone and fail there).
+        rebuild = functools.partial(
+            type(self), record=self.record, expected=self.expected, hint=self.hint
+        )
+        return rebuild, (self.path, self.problem)
 
 
 class LayoutError(DumpError):
