@@ -1,0 +1,44 @@
+"""Verdicts on the data of a link: consistent, mismatch (with the reason), or unknown (why)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Consistency(StrEnum):
+    CONSISTENT = "consistent"
+    MISMATCH = "mismatch"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: Consistency
+    reason: str | None = None
+
+
+CONSISTENT = Verdict(Consistency.CONSISTENT)
+
+
+def unknown(reason: str) -> Verdict:
+    return Verdict(Consistency.UNKNOWN, reason)
+
+
+def mismatch(reason: str) -> Verdict:
+    return Verdict(Consistency.MISMATCH, reason)
+
+
+def combine(verdicts: Iterable[Verdict]) -> Verdict:
+    """Any mismatch wins; otherwise consistent if anything at all could be checked."""
+    consistent: Verdict | None = None
+    unchecked: Verdict | None = None
+    for verdict in verdicts:
+        if verdict.status is Consistency.MISMATCH:
+            return verdict
+        if verdict.status is Consistency.CONSISTENT:
+            consistent = consistent or verdict
+        else:
+            unchecked = unchecked or verdict
+    return consistent or unchecked or unknown("nothing to check")
