@@ -4,16 +4,22 @@ One networkx ``DiGraph`` per (side, step): ranks are nodes (``in_dump`` False fo
 others name as a peer but that is absent from the dump), and an edge ``a -> b`` aggregates
 every transfer of data from rank a to rank b, weighted by ``ops``. A collective where every
 member exchanges with every other (all_reduce ...) counts in both directions.
+
+networkx takes half a second to import, which every ``graph_build`` would pay, single-rank
+ones included: it is imported only when some ranks exchanged data. A (side, step) without any
+traffic gets no graph; its ranks are written as isolated ones.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import orjson
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 from graphboard.store.links import EdgeRow, RankRow
 
@@ -29,7 +35,12 @@ Transfer = tuple[str, int, int, int, str, str, bool]
 def build_topologies(
     traffic: Mapping[Transfer, int], dumped: Mapping[GraphKey, Iterable[int]]
 ) -> dict[GraphKey, nx.DiGraph]:
-    """One graph per (side, step) from transfer counts (so networkx sees each edge rarely)."""
+    """One graph per (side, step) with traffic, from transfer counts (so networkx sees each
+    edge rarely)."""
+    if not traffic:
+        return {}
+    import networkx as nx
+
     graphs: dict[GraphKey, nx.DiGraph] = {}
 
     def graph_for(key: GraphKey) -> nx.DiGraph:
@@ -39,8 +50,6 @@ def build_topologies(
             graph.add_nodes_from(dumped.get(key, ()), in_dump=True)
         return graph
 
-    for key in dumped:
-        graph_for(key)
     for (side, step, source, target, api, verdict, linked), count in traffic.items():
         graph = graph_for((side, step))
         for rank in (source, target):
@@ -74,13 +83,29 @@ def _edge_status(graph: nx.DiGraph, source: int, target: int, edge: dict[str, An
 
 def _components(graph: nx.DiGraph) -> dict[int, int]:
     """Component number per rank, numbered in order of each component's lowest rank."""
+    import networkx as nx
+
     components = sorted(nx.weakly_connected_components(graph), key=min)
     return {rank: index for index, members in enumerate(components) for rank in members}
 
 
-def topology_rows(graphs: Mapping[GraphKey, nx.DiGraph]) -> tuple[list[EdgeRow], list[RankRow]]:
+def _quiet(
+    graphs: Mapping[GraphKey, nx.DiGraph], dumped: Mapping[GraphKey, Iterable[int]]
+) -> dict[GraphKey, list[int]]:
+    """The dumped ranks of every (side, step) that exchanged no data at all."""
+    return {key: sorted(ranks) for key, ranks in dumped.items() if key not in graphs}
+
+
+def topology_rows(
+    graphs: Mapping[GraphKey, nx.DiGraph], dumped: Mapping[GraphKey, Iterable[int]]
+) -> tuple[list[EdgeRow], list[RankRow]]:
     edges: list[EdgeRow] = []
     ranks: list[RankRow] = []
+    for (side, step), isolated in _quiet(graphs, dumped).items():
+        # no edges: every rank is a component of its own, numbered by rank as networkx would be
+        ranks.extend(
+            RankRow(side, step, rank, 1, 0, 0, 0, index) for index, rank in enumerate(isolated)
+        )
     for (side, step), graph in sorted(graphs.items()):
         for source, target, edge in graph.edges(data=True):
             edges.append(
@@ -117,11 +142,16 @@ def topology_rows(graphs: Mapping[GraphKey, nx.DiGraph]) -> tuple[list[EdgeRow],
     return edges, ranks
 
 
-def topology_counts(graphs: Mapping[GraphKey, nx.DiGraph]) -> dict[str, Any]:
+def topology_counts(
+    graphs: Mapping[GraphKey, nx.DiGraph], dumped: Mapping[GraphKey, Iterable[int]]
+) -> dict[str, Any]:
     """What gb_meta "links" says about the topology: sizes and where it went wrong."""
     edges = mismatched = missing = 0
     components: dict[str, int] = {}
     absent: dict[str, list[int]] = {}
+    for (side, step), isolated in _quiet(graphs, dumped).items():
+        if isolated:
+            components[f"{side}/{step}"] = len(isolated)
     for (side, step), graph in sorted(graphs.items()):
         label = f"{side}/{step}"
         for source, target, edge in graph.edges(data=True):
@@ -130,7 +160,7 @@ def topology_counts(graphs: Mapping[GraphKey, nx.DiGraph]) -> dict[str, Any]:
             mismatched += status == "mismatch"
             missing += status == "missing"
         if graph.number_of_nodes():
-            components[label] = nx.number_weakly_connected_components(graph)
+            components[label] = len(set(_components(graph).values()))
         not_dumped = sorted(rank for rank, in_dump in graph.nodes(data="in_dump") if not in_dump)
         if not_dumped:
             absent[label] = not_dumped
@@ -138,6 +168,6 @@ def topology_counts(graphs: Mapping[GraphKey, nx.DiGraph]) -> dict[str, Any]:
         "edges": edges,
         "edges_with_mismatch": mismatched,
         "edges_to_missing_ranks": missing,
-        "components": components,
+        "components": dict(sorted(components.items())),
         "missing_ranks": absent,
     }

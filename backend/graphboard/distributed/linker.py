@@ -140,11 +140,11 @@ def _link(
             )
         )
     graphs = build_topologies(traffic(links), present)
-    edge_rows, rank_rows = topology_rows(graphs)
+    edge_rows, rank_rows = topology_rows(graphs, present)
     write_links(conn, annotations, link_rows, node_rows, edge_rows, rank_rows)
 
     counts = _counts(calls, links, link_rows, node_rows)
-    counts["topology"] = topology_counts(graphs)
+    counts["topology"] = topology_counts(graphs, present)
     counts["seconds"] = {
         "pairing": round(paired - started, 4),
         "total": round(time.perf_counter() - started, 4),
