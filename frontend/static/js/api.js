@@ -1,0 +1,101 @@
+// The HTTP API of graphboard's server (see /docs), one function per call. Graph ids may hold
+// '/', so each segment is encoded on its own. Errors arrive as {error: {code, message}}.
+
+export class ApiError extends Error {
+  constructor(status, code, message, details = null) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+}
+
+function graphPath(graph) {
+  return graph.split('/').map(encodeURIComponent).join('/');
+}
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value === null || value === undefined || value === false) continue;
+    for (const item of Array.isArray(value) ? value : [value]) search.append(name, String(item));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+/** @param {{base?: string, fetchImpl?: typeof fetch}} options */
+export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalThis) } = {}) {
+  async function request(method, path, { params = {}, body, signal } = {}) {
+    const init = { method, signal, headers: { Accept: 'application/json' } };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers['Content-Type'] = 'application/json';
+    }
+    const response = await fetchImpl(`${base}${path}${query(params)}`, init);
+    const text = await response.text();
+    let payload = null;
+    try {
+      payload = text ? JSON.parse(text) : null;
+    } catch {
+      payload = null;
+    }
+    if (!response.ok) {
+      const error = payload?.error ?? {};
+      throw new ApiError(
+        response.status,
+        error.code ?? 'http_error',
+        error.message ?? `${response.status} ${response.statusText}`,
+        error.details ?? null,
+      );
+    }
+    return payload;
+  }
+
+  const graphUrl = (graph, tail) => `/api/graphs/${graphPath(graph)}/${tail}`;
+  const keyParams = (key) => ({ side: key.side, step: key.step, rank: key.rank });
+
+  return {
+    listGraphs: (options) => request('GET', '/api/graphs', options),
+    graphConfig: (graph, options) => request('GET', graphUrl(graph, 'config'), options),
+    children: (graph, key, { parent = null, cursor = null, limit = null, microStep = null } = {}, options = {}) =>
+      request('GET', graphUrl(graph, 'children'), {
+        ...options,
+        params: { ...keyParams(key), parent, cursor, limit, micro_step: microStep },
+      }),
+    node: (graph, key, name, options = {}) =>
+      request('GET', graphUrl(graph, 'node'), { ...options, params: { ...keyParams(key), name } }),
+    path: (graph, key, name, options = {}) =>
+      request('GET', graphUrl(graph, 'path'), { ...options, params: { ...keyParams(key), name } }),
+    firstError: (graph, key, options = {}) =>
+      request('GET', graphUrl(graph, 'first-error'), { ...options, params: keyParams(key) }),
+    worst: (graph, key, name, options = {}) =>
+      request('GET', graphUrl(graph, 'worst'), { ...options, params: { ...keyParams(key), name } }),
+    peers: (graph, key, name, options = {}) =>
+      request('GET', graphUrl(graph, 'peers'), { ...options, params: { ...keyParams(key), name } }),
+    search: (graph, key, { q, regex = false, cursor = null, limit = null }, options = {}) =>
+      request('GET', graphUrl(graph, 'search'), {
+        ...options,
+        params: { ...keyParams(key), q, regex, cursor, limit },
+      }),
+    filter: (graph, key, { precision = [], overflow = [], unmatched = false, leavesOnly = false, cursor = null, limit = null }, options = {}) =>
+      request('GET', graphUrl(graph, 'filter'), {
+        ...options,
+        params: { ...keyParams(key), precision, overflow, unmatched, leaves_only: leavesOnly, cursor, limit },
+      }),
+    match: (graph, body) => request('POST', graphUrl(graph, 'matches'), { body }),
+    unmatch: (graph, { step, rank, target, golden, descendants = false }) =>
+      request('DELETE', graphUrl(graph, 'matches'), {
+        params: { step, rank, target, golden, descendants },
+      }),
+    undo: (graph, { step, rank }) =>
+      request('POST', graphUrl(graph, 'matches/undo'), { params: { step, rank } }),
+    exportConfigUrl: (graph, { step, rank }) =>
+      `${base}${graphUrl(graph, 'matches/vis-config')}${query({ step, rank })}`,
+    importConfig: (graph, { step, rank, descendants = false }, config) =>
+      request('POST', graphUrl(graph, 'matches/vis-config'), {
+        params: { step, rank, descendants },
+        body: config,
+      }),
+  };
+}

@@ -1,0 +1,189 @@
+// The selected node's details: the pair's names and verdict, the paired input/output table
+// (target vs golden statistics, metrics, result, messages; worst cell marked; "differences
+// only"), a statistics chart, call stacks and merge info. All file data is set as text.
+
+import { renderStatsChart, purgeChart } from '../charts/stats_chart.js';
+import { el, setChildren } from '../dom.js';
+import { formatNumber } from '../format.js';
+import { buildIoTable, visibleGroups } from './io_table.js';
+
+export class DetailPanel {
+  constructor(host, { api, t, context, levelColors, plotlyUrl, onPeers, onGoTo }) {
+    this.host = host;
+    this.api = api;
+    this.t = t;
+    this.context = context;
+    this.levelColors = levelColors;
+    this.plotlyUrl = plotlyUrl;
+    this.onPeers = onPeers;
+    this.onGoTo = onGoTo;
+    this.differencesOnly = false;
+    this.detail = null;
+    this.request = 0;
+    this.chartHost = null;
+    this.showEmpty();
+  }
+
+  showEmpty() {
+    this.detail = null;
+    purgeChart(this.chartHost);
+    setChildren(this.host, el('p', { className: 'muted empty-detail' }, this.t('details.empty')));
+  }
+
+  /** Load and show `name` of `side`; answers to older selections are dropped. */
+  async show(side, name) {
+    const request = ++this.request;
+    const { graph, step, rank } = this.context();
+    this.host.setAttribute('aria-busy', 'true');
+    try {
+      const detail = await this.api.node(graph, { side, step, rank }, name);
+      if (request !== this.request) return;
+      this.detail = detail;
+      this.side = side;
+      this.name = name;
+      this.render();
+    } catch (error) {
+      if (request !== this.request) return;
+      setChildren(this.host, el('p', { className: 'error-text' }, error.message));
+    } finally {
+      if (request === this.request) this.host.removeAttribute('aria-busy');
+    }
+  }
+
+  render() {
+    const detail = this.detail;
+    if (!detail) return this.showEmpty();
+    purgeChart(this.chartHost);
+    const table = buildIoTable(detail.rows);
+    this.chartHost = el('div', { className: 'chart', id: 'stats-chart' });
+    const diffToggle = el('input', {
+      type: 'checkbox',
+      id: 'diff-only',
+      checked: this.differencesOnly,
+      onchange: (event) => {
+        this.differencesOnly = event.target.checked;
+        this.render();
+      },
+    });
+    setChildren(
+      this.host,
+      this.renderHeader(detail),
+      el(
+        'section',
+        { className: 'detail-section' },
+        el('div', { className: 'section-head' }, el('h3', {}, this.t('details.compare')), el('label', { className: 'toggle' }, diffToggle, ' ', this.t('details.diffOnly'))),
+        this.renderTable(table),
+      ),
+      el('details', { className: 'detail-section', open: true }, el('summary', {}, this.t('details.chart')), this.chartHost),
+      this.renderTexts(detail),
+    );
+    renderStatsChart(this.chartHost, detail.rows, {
+      plotlyUrl: this.plotlyUrl,
+      labels: { target: this.t('side.target'), golden: this.t('side.golden') },
+    })
+      .then((drawn) => {
+        if (!drawn) this.chartHost.replaceChildren(el('p', { className: 'muted' }, this.t('details.noStats')));
+      })
+      .catch(() => this.chartHost.replaceChildren(el('p', { className: 'muted' }, this.t('details.chartUnavailable'))));
+  }
+
+  renderHeader(detail) {
+    const colors = this.levelColors();
+    const sideBlock = (sideOut, label, side) => {
+      if (!sideOut) return el('div', { className: 'detail-side missing' }, el('span', { className: 'muted' }, `${label}: –`));
+      const node = sideOut.node;
+      const chip = el('span', { className: 'chip' });
+      const color = node.color ?? (node.matched === false ? colors.unmatched : null);
+      chip.style.backgroundColor = color ?? 'transparent';
+      const name = el('button', { type: 'button', className: 'link node-link', title: node.name, onclick: () => this.onGoTo(side, node.name) }, node.name);
+      const facts = [node.type_name, node.level ? this.t(`level.${node.level}`) : null, node.overflow ? `${this.t('header.overflow')}: ${this.t(`overflow.${node.overflow}`)}` : null]
+        .filter(Boolean)
+        .join(' · ');
+      const peersButton =
+        sideOut.matched_distributed || node.name.startsWith('Distributed.')
+          ? el('button', { type: 'button', className: 'small-button', onclick: (event) => this.onPeers(side, node.name, event) }, this.t('details.peers'))
+          : null;
+      return el('div', { className: 'detail-side' }, el('span', { className: 'side-label' }, label), chip, name, el('span', { className: 'muted small' }, facts), peersButton);
+    };
+    return el(
+      'header',
+      { className: 'detail-header' },
+      sideBlock(detail.target, this.t('side.target'), 'NPU'),
+      sideBlock(detail.golden, this.t('side.golden'), 'Bench'),
+    );
+  }
+
+  renderTable(table) {
+    if (!table.groups.length) return el('p', { className: 'muted' }, this.t('details.noRows'));
+    const { statColumns, metricColumns } = table;
+    const colors = this.levelColors();
+    const head = el(
+      'tr',
+      {},
+      el('th', { scope: 'col' }, this.t('details.param')),
+      el('th', { scope: 'col' }, this.t('details.sideCol')),
+      statColumns.map((column) => el('th', { scope: 'col' }, column)),
+      metricColumns.map((column) => el('th', { scope: 'col', className: 'metric' }, column)),
+      el('th', { scope: 'col' }, this.t('details.result')),
+      el('th', { scope: 'col' }, this.t('details.messages')),
+    );
+    const bodies = visibleGroups(table, this.differencesOnly).map(({ group, index }) => {
+      const both = group.target && group.golden;
+      const span = both ? 2 : 1;
+      const keyCell = el('th', { scope: 'rowgroup', rowspan: String(span), title: group.pairedBy ? this.t('details.pairedBy', { how: group.pairedBy }) : '' }, group.key);
+      const statCells = (fields) =>
+        statColumns.map((column) => {
+          const value = fields?.[column];
+          const differs = both && String(group.target[column] ?? '') !== String(group.golden[column] ?? '');
+          return el('td', { className: differs ? 'num differs' : 'num' }, formatNumber(value));
+        });
+      const metricCells = metricColumns.map((column) => {
+        const isWorst = table.worst && table.worst.group === index && table.worst.column === column;
+        const cell = el('td', { rowspan: String(span), className: isWorst ? 'num metric worst' : 'num metric' }, formatNumber(group.metrics[column]));
+        if (isWorst) cell.title = this.t('details.worstCell');
+        return cell;
+      });
+      const resultCell = el('td', { rowspan: String(span), className: `result ${group.result ?? ''}` }, group.result ? this.t(`level.${group.result}`) : '–');
+      if (group.result && colors[group.result]) resultCell.style.backgroundColor = colors[group.result];
+      const messageCell = el('td', { rowspan: String(span), className: 'messages' }, group.messages.join('\n'));
+      const rows = [];
+      const firstSide = group.target ? 'T' : 'G';
+      rows.push(
+        el(
+          'tr',
+          { className: group.target ? 'target-row' : 'golden-row' },
+          keyCell,
+          el('td', { className: 'side-cell' }, firstSide === 'T' ? this.t('details.targetShort') : this.t('details.goldenShort')),
+          statCells(group.target ?? group.golden),
+          metricCells,
+          resultCell,
+          messageCell,
+        ),
+      );
+      if (both) rows.push(el('tr', { className: 'golden-row' }, el('td', { className: 'side-cell' }, this.t('details.goldenShort')), statCells(group.golden)));
+      const body = el('tbody', { className: group.flagged ? `flagged ${group.result}` : '' }, rows);
+      return body;
+    });
+    return el('div', { className: 'table-scroll' }, el('table', { className: 'io-table' }, el('thead', {}, head), bodies));
+  }
+
+  renderTexts(detail) {
+    const block = (title, lines) =>
+      el(
+        'details',
+        { className: 'detail-section text-block' },
+        el('summary', {}, title),
+        lines.length ? el('pre', {}, lines.join('\n')) : el('p', { className: 'muted' }, this.t('details.noStack')),
+      );
+    const parts = [];
+    for (const [sideOut, label] of [
+      [detail.target, this.t('side.target')],
+      [detail.golden, this.t('side.golden')],
+    ]) {
+      if (!sideOut) continue;
+      parts.push(block(`${this.t('details.stack')} · ${label}`, sideOut.stack));
+      if (sideOut.parallel_merge_info?.length) parts.push(block(`${this.t('details.merge')} · ${label}`, sideOut.parallel_merge_info));
+    }
+    return el('div', { className: 'texts' }, parts);
+  }
+}

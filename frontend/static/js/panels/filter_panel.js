@@ -1,0 +1,105 @@
+// Precision and overflow filters: tick levels, get the matching nodes (server-side /filter,
+// paged) in execution order, step through them; each pick reveals the node in its pane.
+
+import { OVERFLOW_COLORS } from '../colors.js';
+import { formatCount } from '../format.js';
+import { ResultList } from '../widgets/result_list.js';
+
+export class FilterPanel {
+  constructor(root, { api, t, context, levelColors, onPick }) {
+    this.api = api;
+    this.t = t;
+    this.context = context; // () => {graph, step, rank, file}
+    this.levelColors = levelColors; // () => {pass, warning, error, unmatched}
+    this.root = root;
+    this.boxes = [...root.querySelectorAll('input[type=checkbox][data-kind]')];
+    this.sideSelect = root.querySelector('#filter-side');
+    this.leaves = root.querySelector('#filter-leaves');
+    this.overflowSet = root.querySelector('#overflow-filters');
+    this.precisionSet = root.querySelector('#precision-filters');
+    this.results = new ResultList(root.querySelector('#filter-results'), {
+      t,
+      onPick: (item) => onPick(this.side, item.name),
+      colorOf: (item) => (item.overflow && this.onlyOverflow() ? OVERFLOW_COLORS[item.overflow] : item.color),
+    });
+    for (const box of this.boxes) box.addEventListener('change', () => this.run());
+    this.sideSelect.addEventListener('change', () => this.run());
+    this.leaves.addEventListener('change', () => this.run());
+  }
+
+  get side() {
+    return this.sideSelect.value;
+  }
+
+  checked(kind) {
+    return this.boxes.filter((box) => box.dataset.kind === kind && box.checked).map((box) => box.value);
+  }
+
+  onlyOverflow() {
+    return this.checked('overflow').length > 0 && !this.checked('precision').length && !this.checked('unmatched').length;
+  }
+
+  /** New file or graph: clear the ticks, recolour the chips, show the static counts. */
+  reset() {
+    for (const box of this.boxes) box.checked = false;
+    const { file, step, rank } = this.context();
+    const compare = file?.config?.graph_type === 'compare';
+    const overflow = Boolean(file?.config?.overflow_check);
+    this.precisionSet.disabled = !compare;
+    this.overflowSet.disabled = !overflow;
+    this.overflowSet.title = overflow ? '' : this.t('filter.noOverflow');
+    this.sideSelect.disabled = !compare;
+    if (!compare) this.sideSelect.value = 'NPU';
+    const colors = this.levelColors();
+    for (const chip of this.root.querySelectorAll('.chip[data-level]')) chip.style.backgroundColor = colors[chip.dataset.level] ?? '';
+    for (const chip of this.root.querySelectorAll('.chip[data-overflow]')) chip.style.backgroundColor = OVERFLOW_COLORS[chip.dataset.overflow];
+    const stats = file?.graphs?.find((g) => g.side === this.side && g.step === step && g.rank === rank);
+    this.setCounts({
+      pass: stats?.pass_count,
+      warning: stats?.warning_count,
+      error: stats?.error_count,
+      unmatched: stats?.unmatched,
+    });
+    this.results.reset(null, this.t('filter.choose'));
+  }
+
+  setCounts(counts) {
+    for (const [name, value] of Object.entries(counts)) {
+      const cell = this.root.querySelector(`[data-count="${name}"]`);
+      if (cell && value !== undefined) cell.textContent = value === null ? '' : formatCount(value);
+    }
+  }
+
+  /** Tick boxes from code (tests, shortcuts) and run. */
+  async choose({ precision = [], overflow = [], unmatched = false, side = null }) {
+    for (const box of this.boxes) {
+      box.checked =
+        (box.dataset.kind === 'precision' && precision.includes(box.value)) ||
+        (box.dataset.kind === 'overflow' && overflow.includes(box.value)) ||
+        (box.dataset.kind === 'unmatched' && unmatched);
+    }
+    if (side) this.sideSelect.value = side;
+    await this.run();
+  }
+
+  async run() {
+    const { graph, step, rank } = this.context();
+    const precision = this.checked('precision');
+    const overflow = this.checked('overflow');
+    const unmatched = this.checked('unmatched').length > 0;
+    if (!graph || (!precision.length && !overflow.length && !unmatched)) {
+      await this.results.reset(null, this.t('filter.choose'));
+      return;
+    }
+    const key = { side: this.side, step, rank };
+    const leavesOnly = this.leaves.checked;
+    const page = await this.results.reset((cursor) =>
+      this.api.filter(graph, key, { precision, overflow, unmatched, leavesOnly, cursor, limit: 200 }),
+    );
+    if (page?.counts) this.setCounts(page.counts);
+  }
+
+  next(delta) {
+    return this.results.step(delta);
+  }
+}

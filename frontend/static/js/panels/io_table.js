@@ -1,0 +1,79 @@
+// The paired input/output table as data (no DOM): which statistic and metric columns to
+// show, one group per parameter, whether target and golden differ, and the worst cell.
+
+import { parseNumber } from '../format.js';
+
+const STAT_ORDER = ['dtype', 'shape', 'Max', 'Min', 'Mean', 'Norm', 'md5', 'requires_grad'];
+const HIDDEN_FIELDS = new Set(['type', 'data_name', 'full_op_name']);
+const NOT_METRICS = new Set(['Result', 'Err_message']);
+// Where "worse" means "bigger": relative and absolute errors and diffs. (Cosine is the
+// other way round, so it never takes part.)
+const WORST_CANDIDATE = /RelativeErr|AbsErr|diff|EucDist|Err_ratio|err ratio/i;
+
+function ordered(keys, preferred) {
+  const present = new Set(keys);
+  const first = preferred.filter((key) => present.has(key));
+  const rest = [...present].filter((key) => !preferred.includes(key)).sort();
+  return [...first, ...rest];
+}
+
+/** rows: ParamRowOut[] from /node. */
+export function buildIoTable(rows) {
+  const statKeys = new Set();
+  const metricKeys = new Set();
+  for (const row of rows) {
+    for (const side of [row.target, row.golden]) {
+      for (const key of Object.keys(side?.fields ?? {})) if (!HIDDEN_FIELDS.has(key)) statKeys.add(key);
+    }
+    for (const key of Object.keys(row.comparison ?? {})) if (!NOT_METRICS.has(key)) metricKeys.add(key);
+  }
+  const statColumns = ordered([...statKeys], STAT_ORDER);
+  const metricColumns = ordered([...metricKeys], []);
+  const groups = rows.map((row) => {
+    const target = row.target?.fields ?? null;
+    const golden = row.golden?.fields ?? null;
+    const differs =
+      !target || !golden || statColumns.some((column) => String(target[column] ?? '') !== String(golden[column] ?? ''));
+    const result = row.result ? String(row.result).toLowerCase() : null;
+    return {
+      key: row.key,
+      role: row.role,
+      pairedBy: row.paired_by,
+      target,
+      golden,
+      metrics: row.comparison ?? {},
+      result,
+      messages: row.messages ?? [],
+      differs,
+      flagged: result !== null && result !== 'pass',
+    };
+  });
+  return { statColumns, metricColumns, groups, worst: worstCell(groups, metricColumns) };
+}
+
+/** {group, column} of the largest |value| among the error-like metrics, or null. */
+export function worstCell(groups, metricColumns) {
+  let worst = null;
+  let worstValue = -1;
+  for (const column of metricColumns.filter((name) => WORST_CANDIDATE.test(name))) {
+    const relative = /Relative/i.test(column);
+    groups.forEach((group, index) => {
+      const value = parseNumber(group.metrics[column]);
+      if (value === null || Number.isNaN(value)) return;
+      // Relative errors rank ahead of absolute ones: they compare across magnitudes.
+      const score = (relative ? 1e12 : 0) + Math.min(Math.abs(value), 1e11);
+      if (score > worstValue) {
+        worstValue = score;
+        worst = { group: index, column };
+      }
+    });
+  }
+  return worst;
+}
+
+/** Groups to show: all, or only those whose statistics differ or whose result is not pass. */
+export function visibleGroups(table, differencesOnly) {
+  return table.groups
+    .map((group, index) => ({ group, index }))
+    .filter(({ group }) => !differencesOnly || group.flagged || (group.differs && group.result !== 'pass'));
+}

@@ -1,0 +1,34 @@
+// The view in the address bar: ?graph=<file id>&step=&rank=&node=[&side=][&micro=]
+// so that a reload or a shared link lands on the same view.
+
+function intOr(value, fallback) {
+  if (value === null || value === '' || !/^-?\d+$/.test(value)) return fallback;
+  return Number(value);
+}
+
+/** {graph, step, rank, node, side, micro} from a query string; missing parts are null. */
+export function parseUrlState(search) {
+  const params = new URLSearchParams(search);
+  const side = params.get('side');
+  return {
+    graph: params.get('graph') || null,
+    step: intOr(params.get('step'), null),
+    rank: intOr(params.get('rank'), null),
+    node: params.get('node') || null,
+    side: side === 'Bench' ? 'Bench' : side === 'NPU' ? 'NPU' : null,
+    micro: intOr(params.get('micro'), null),
+  };
+}
+
+/** The query string of a view; the defaults (side NPU, all micro-steps) are left out. */
+export function buildUrlSearch({ graph, step, rank, node, side, micro }) {
+  const params = new URLSearchParams();
+  if (graph) params.set('graph', graph);
+  if (step !== null && step !== undefined) params.set('step', String(step));
+  if (rank !== null && rank !== undefined) params.set('rank', String(rank));
+  if (node) params.set('node', node);
+  if (side === 'Bench') params.set('side', side);
+  if (micro !== null && micro !== undefined && micro >= 0) params.set('micro', String(micro));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
