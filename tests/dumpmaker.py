@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -234,10 +233,6 @@ def child_names(node: Node) -> list[str]:
 def parent_name(graph: Graph, name: str) -> str | None:
     parent = graph.nodes[name].parent
     return parent.name if parent is not None else None
-
-
-def is_nan(value: object) -> bool:
-    return isinstance(value, float) and math.isnan(value)
 
 
 USER_FILE = "keep.txt"
