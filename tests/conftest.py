@@ -2,34 +2,14 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from fixture_cases import FIXTURES, SHARED, BuildFn, fixture_path, reference_db
 from graphboard.pipeline import BuildOptions, run_build
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", REPO.parent / "shared"))
-FIXTURES = SHARED / "fixtures"
-
-
-def fixture_path(*parts: str) -> Path:
-    path = FIXTURES.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared fixture {path} is not available")
-    return path
-
-
-def reference_db(case: str, folder: str = "reference") -> Path:
-    """msprobe's own .vis.db for a fixture case (its name carries a timestamp)."""
-    found = sorted(fixture_path(case, folder).glob("*.vis.db"))
-    assert len(found) == 1, f"expected one .vis.db in {case}/{folder}, found {found}"
-    return found[0]
-
-
-BuildFn = Callable[..., Path]
+__all__ = ["FIXTURES", "SHARED", "BuildFn", "fixture_path", "reference_db"]
 
 
 @pytest.fixture(scope="session")

@@ -8,36 +8,18 @@ write tensors, scalars and process groups as msprobe's dump.json holds them.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Literal
 
+from fixture_cases import fixture_path as fixture_path  # re-exported for tests
+from fixture_cases import reference_db as reference_db
 from graphboard.dump.layout import discover
 from graphboard.graph.builder import build_graph
 from graphboard.graph.model import Graph, Node
 
-
-def _root_conftest() -> ModuleType:
-    """tests/conftest.py's helpers, loaded by path: ``from conftest import`` gets whichever
-    conftest pytest imported last (tests/server and tests/probe have their own)."""
-    name = "graphboard_tests_root_conftest"
-    module = sys.modules.get(name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("conftest.py"))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return module
-
-
-fixture_path: Callable[..., Path] = _root_conftest().fixture_path
-reference_db: Callable[..., Path] = _root_conftest().reference_db
 BuildFn = Callable[..., Path]
 
 Leaf = dict[str, Any]

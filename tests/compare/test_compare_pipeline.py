@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_path
+from fixture_cases import fixture_path
 from graphboard.errors import CompareError
 from graphboard.pipeline import BuildOptions, run_build
 

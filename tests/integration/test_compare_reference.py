@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BuildFn, fixture_path, reference_db
+from fixture_cases import BuildFn, fixture_path, reference_db
 
 # (case, reference folder, build flags, step of ours -> step of msprobe's)
 CASES: list[tuple[str, str, dict[str, Any]]] = [
