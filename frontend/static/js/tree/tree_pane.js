@@ -34,7 +34,7 @@ export class TreePane {
     this.loadingNodes = new Set();
     this.gapLoads = new Map(); // gap -> promise
     this.ready = Promise.resolve();
-    this.drawnVersion = -1;
+    this.drawnRows = null; // the rows as last drawn, to keep the view steady across loads
 
     host.setAttribute('role', 'tree');
     host.tabIndex = 0;
@@ -64,6 +64,7 @@ export class TreePane {
     const generation = this.generation;
     this.context = context;
     this.model = new TreeModel();
+    this.drawnRows = null;
     this.selected = null;
     this.counterpart = null;
     this.gapLoads.clear();
@@ -95,6 +96,7 @@ export class TreePane {
     this.generation += 1;
     this.context = null;
     this.model = new TreeModel();
+    this.drawnRows = null;
     this.selected = null;
     this.counterpart = null;
     this.empty.textContent = message;
@@ -135,13 +137,15 @@ export class TreePane {
     return promise;
   }
 
-  /** Gap rows scrolled into view load themselves (infinite scroll over a wide level). */
+  /** The trailing gap of a level loads itself when scrolled into view (infinite scroll). A
+   * gap in the middle (left by a jump) waits for a click: filling it from the top would keep
+   * it in view and load the whole level. */
   loadGapsInView(first, last) {
     if (!this.context) return;
     const rows = this.model.rows();
     for (let index = first; index <= last && index < rows.length; index++) {
       const row = rows[index];
-      if (row.kind === 'gap' && !row.gap.loading) this.fillGap(row.gap);
+      if (row.kind === 'gap' && row.gap.before === null && !row.gap.loading) this.fillGap(row.gap);
     }
   }
 
@@ -183,7 +187,11 @@ export class TreePane {
         await this.gapLoads.get(gap);
         continue;
       }
-      await this.fillGap(gap, Math.max(gap.after, child.node_order - 1), FIRST_PAGE);
+      // A level that fits in one page is loaded whole; in a wider one, jump to the page that
+      // starts at the child (the stretch before it stays a gap, loaded on request).
+      const parentData = this.model.get(parent);
+      if ((parentData?.child_count ?? 0) <= MORE_PAGE) await this.fillGap(gap, gap.after, MORE_PAGE);
+      else await this.fillGap(gap, Math.max(gap.after, child.node_order - 1), FIRST_PAGE);
     }
   }
 
@@ -261,10 +269,41 @@ export class TreePane {
 
   // --- drawing -----------------------------------------------------------------------------
 
+  /** Draw after a structure change. Rows loaded above the view must not push what the user
+   * is looking at away: the selected row (or the top row) keeps its place on screen. */
   redraw() {
+    const anchor = this.captureAnchor();
     const rows = this.model.rows();
+    this.drawnRows = rows;
     this.list.setCount(rows.length);
+    if (anchor) {
+      const index = this.model.indexOf(anchor.name);
+      if (index >= 0 && index !== anchor.index) {
+        this.host.scrollTop = Math.max(0, index * ROW_HEIGHT - anchor.offset);
+        this.list.render();
+      }
+    }
     this.updateActiveDescendant();
+  }
+
+  captureAnchor() {
+    const rows = this.drawnRows;
+    if (!rows || !rows.length || this.list.scale !== 1) return null;
+    const top = this.list.topIndex();
+    const bottom = top + this.list.visibleRows();
+    let index = -1;
+    for (let i = top; this.selected && i <= bottom && i < rows.length; i++) {
+      if (rows[i].name === this.selected) {
+        index = i;
+        break;
+      }
+    }
+    if (index < 0) {
+      index = top;
+      while (index < rows.length && rows[index].kind !== 'node') index += 1;
+    }
+    if (index >= rows.length || index < 0) return null;
+    return { name: rows[index].name, index, offset: index * ROW_HEIGHT - this.host.scrollTop };
   }
 
   renderRow(row, index) {
