@@ -186,6 +186,7 @@ def test_theme_and_language_persist(viewer: Viewer) -> None:
     assert page.locator("#tab-filter").inner_text() == "筛选"
     assert page.locator("html").get_attribute("lang") == "zh-CN"
     assert page.locator("#pane-NPU .pane-title").inner_text().startswith("调试侧")
+    assert page.locator("#filter-results .result-count").inner_text() == "勾选级别以列出节点"
     viewer.shot("07-dark-zh")
     page.reload()
     page.wait_for_selector("body[data-ready=true]")

@@ -60,7 +60,7 @@ export class FilterPanel {
       error: stats?.error_count,
       unmatched: stats?.unmatched,
     });
-    this.results.reset(null, this.t('filter.choose'));
+    this.results.reset(null, 'filter.choose');
   }
 
   setCounts(counts) {
@@ -88,7 +88,7 @@ export class FilterPanel {
     const overflow = this.checked('overflow');
     const unmatched = this.checked('unmatched').length > 0;
     if (!graph || (!precision.length && !overflow.length && !unmatched)) {
-      await this.results.reset(null, this.t('filter.choose'));
+      await this.results.reset(null, 'filter.choose');
       return;
     }
     const key = { side: this.side, step, rank };

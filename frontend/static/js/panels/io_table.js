@@ -59,7 +59,7 @@ export function worstCell(groups, metricColumns) {
     const relative = /Relative/i.test(column);
     groups.forEach((group, index) => {
       const value = parseNumber(group.metrics[column]);
-      if (value === null || Number.isNaN(value)) return;
+      if (value === null || Number.isNaN(value) || value === 0) return; // nothing to point at
       // Relative errors rank ahead of absolute ones: they compare across magnitudes.
       const score = (relative ? 1e12 : 0) + Math.min(Math.abs(value), 1e11);
       if (score > worstValue) {

@@ -32,7 +32,7 @@ export class SearchPanel {
         event.preventDefault();
       }
     });
-    this.results.reset(null, t('search.hint'));
+    this.results.reset(null, 'search.hint');
   }
 
   reset() {
@@ -47,7 +47,7 @@ export class SearchPanel {
     const q = this.input.value.trim();
     this.lastQuery = q;
     if (!graph || !q) {
-      await this.results.reset(null, this.t('search.hint'));
+      await this.results.reset(null, 'search.hint');
       return;
     }
     const key = { side: this.sideSelect.value, step, rank };

@@ -69,7 +69,7 @@ export class ResultList {
     this.message = message;
     this.list.setCount(0);
     if (fetchPage) {
-      this.message = this.t('common.loading');
+      this.message = 'common.loading';
       this.updateHeader();
       await this.loadMore(true);
     } else {
@@ -89,7 +89,7 @@ export class ResultList {
         this.items.push(...page.items);
         this.total = page.total ?? this.items.length;
         this.cursor = page.next_cursor ?? null;
-        this.message = this.total ? '' : this.t('common.none');
+        this.message = this.total ? '' : 'common.none';
       })
       .catch((error) => {
         if (generation === this.generation) this.message = error.message;
@@ -147,7 +147,8 @@ export class ResultList {
 
   updateHeader() {
     if (this.message && !this.items.length) {
-      this.count.textContent = this.message;
+      // A label key, translated when drawn (so it follows the language), or a server message.
+      this.count.textContent = this.t(this.message);
     } else {
       const total = formatCount(this.total);
       this.count.textContent =
