@@ -37,3 +37,8 @@ test('chart series keep numeric statistics per parameter', () => {
   assert.deepEqual(max.golden, [1, 1]);
   assert.equal(statsSeries([]).empty, true);
 });
+
+test('no worst cell when every error is zero', () => {
+  const rows = [{ ...ROWS[0], comparison: { MaxRelativeErr: '0%', 'Max diff': '0', Result: 'pass' } }];
+  assert.equal(buildIoTable(rows).worst, null);
+});
