@@ -144,9 +144,9 @@ class Built:
         return rows[0][0], rows[0][1]
 
     def links(self, rank: int, name: str) -> list[tuple[Any, ...]]:
-        """(peer_rank, peer_node, kind, verdict, reason) rows of a node, by peer."""
+        """(peer_rank, peer_node, kind, verdict, reason) rows of a node, by peer (the view)."""
         return self.query(
-            "SELECT peer_rank, peer_node, kind, verdict, reason FROM gb_links"
+            "SELECT peer_rank, peer_node, kind, verdict, reason FROM gb_peer_links"
             " WHERE rank = ? AND node_name = ? ORDER BY op_index, peer_rank",
             rank,
             name,

@@ -86,7 +86,7 @@ def test_all_reduce_result_differing_on_one_rank_flags_its_links(tmp_path: Path)
 
     verdicts = {
         (rank, peer): verdict
-        for rank, peer, verdict in built.query("SELECT rank, peer_rank, verdict FROM gb_links")
+        for rank, peer, verdict in built.query("SELECT rank, peer_rank, verdict FROM gb_peer_links")
     }
     assert verdicts[(0, 1)] == verdicts[(1, 0)] == "consistent"
     assert verdicts[(0, 2)] == verdicts[(2, 0)] == verdicts[(1, 2)] == "mismatch"

@@ -80,7 +80,9 @@ def test_send_recv_annotations_are_msprobe_s_byte_for_byte(ours: Path) -> None:
 
 def test_real_gloo_traffic_is_consistent(ours: Path) -> None:
     with sqlite3.connect(ours) as conn:
-        verdicts = dict(conn.execute("SELECT verdict, COUNT(*) FROM gb_links GROUP BY verdict"))
+        verdicts = dict(
+            conn.execute("SELECT verdict, COUNT(*) FROM gb_peer_links GROUP BY verdict")
+        )
         flags = dict(conn.execute("SELECT verdict, COUNT(*) FROM gb_comm_nodes GROUP BY verdict"))
         edges = conn.execute(
             "SELECT data_source, step, src_rank, dst_rank, ops, status FROM gb_topology"

@@ -143,7 +143,7 @@ def test_all_reduce_without_group_links_every_rank_to_every_other(tmp_path: Path
             others = {str(other) for other in range(3) if other != rank}
             assert built.peers(rank, name) == dict.fromkeys(others, name)
             _all_consistent(built, rank, name)
-    assert built.query("SELECT DISTINCT group_key FROM gb_links") == [("default",)]
+    assert built.query("SELECT DISTINCT group_key FROM gb_peer_links") == [("default",)]
 
 
 def test_explicit_groups_link_only_their_members(tmp_path: Path) -> None:

@@ -23,32 +23,72 @@ the sum of the means, Max/Min/Norm within the sums; MAX/MIN: the extreme) within
 of a few ulps of the dtype; what every member ends up holding (all_reduce) must agree across
 members. Missing statistics make the verdict ``unknown``, never a mismatch.
 
-Where it goes (the SQL is in ``graphboard.store.links``, the graph in ``graphboard.topology``):
+Where it goes (the SQL is in ``graphboard.store.links``, the graph in ``graphboard.topology``).
+Every table is keyed by msprobe's graph coordinates (data_source, step, rank, node_name), so a
+reader joins it to ``tb_nodes`` and ``gb_nodes``. Verdicts are ``consistent``, ``mismatch`` or
+``unknown``; a reason says why for the last two. A collective is stored once per group call,
+not once per pair of members: a many↔many call on N ranks used to be N·(N−1) rows.
 
-* ``tb_nodes.matched_distributed``: msprobe's annotation, same format, so tb_graph_ascend
-  shows our links: ``{"communications_type": "send"|"receive"|"send_receive", "nodes_info":
-  {"<peer rank>": ["<peer precision_index, or overflow_level with -oc>", "<peer node>"]}}``,
-  a list of those for a batch_isend_irecv linking several ops.
-* ``gb_links``: one row per (node, peer) with the verdict and its reason, including peers
-  that could not be found (``peer_node`` NULL).
-* ``gb_comm_nodes``: the per-node flag. One row per communication node with its worst
-  verdict (``mismatch`` when any of its links disagrees) and the reason; readers join it on
-  (data_source, step, rank, node_name) like ``gb_nodes``. A table of its own rather than a
-  ``gb_nodes`` column, because linking runs after the part files are merged and must leave
-  the other tables as their writers made them.
-* ``gb_topology`` / ``gb_topology_ranks``: which rank sends data to which, per side and step.
+``tb_nodes.matched_distributed``
+    msprobe's annotation in msprobe's format, so tb_graph_ascend shows our links:
+    ``{"communications_type": "send"|"receive"|"send_receive", "nodes_info": {"<peer rank>":
+    ["<peer precision_index, or overflow_level with -oc>", "<peer node>"]}}``, a list of those
+    for a batch_isend_irecv linking several ops. ``nodes_info`` lists every linked peer.
+
+``gb_comm_calls`` (one row per collective call of a group)
+    ``id``; ``data_source``, ``step``; ``group_key`` (process-group id, or ``default`` for a
+    call without a group: every dumped rank); ``api``; ``direction`` (forward, backward or
+    ''); ``occurrence`` (0-based number of that API and direction in the group);
+    ``family`` (one_to_many, many_to_one, many_to_many); ``members`` (JSON list, group
+    order); ``present`` (members whose call was found); ``absent`` (JSON {"rank": why it has
+    no call}); ``root_rank`` (rooted calls: the root the members named); ``verdict`` and
+    ``reason`` (worst over the call's links); ``pair_verdict`` and ``pair_reason``
+    (many↔many: the verdict of every pair of present members not in ``gb_call_pairs``).
+
+``gb_call_pairs`` (many↔many only)
+    ``call_id``, ``rank_a`` < ``rank_b``, ``verdict``, ``reason``: the pairs whose verdict is
+    not the call's ``pair_verdict``. None when every member holds the same data.
+
+``gb_links`` (one row per node and peer, for point-to-point and rooted collectives)
+    ``id``; ``data_source``, ``step``, ``rank``, ``node_name``; ``op_index`` (the op of a
+    batch_isend_irecv, else 0); ``api`` (the op's API for a batch); ``kind`` (send, receive);
+    ``group_key`` (``p2p`` for point-to-point); ``occurrence`` (0-based message or call
+    number the pairing used); ``peer_rank``; ``peer_node`` (NULL when the peer's call was not
+    found); ``verdict``, ``reason``; ``call_id`` (the rooted call, NULL for point-to-point).
+    A broadcast, scatter, gather or reduce links its root to each member: N−1 links per call.
+
+``gb_comm_nodes`` (one row per communication node: the per-node flag)
+    ``data_source``, ``step``, ``rank``, ``node_name``; ``api``; ``kind``; ``group_key``;
+    ``linked_peers``, ``missing_peers``; ``verdict`` and ``reason`` (worst over the node's
+    links: the first mismatch, naming its peer); ``call_id`` (its collective call, NULL for
+    point-to-point). A table of its own rather than a ``gb_nodes`` column, because linking
+    runs after the part files are merged and must leave the other tables as their writers
+    made them.
+
+``gb_peer_links`` (a view)
+    gb_links' columns, with every (node, peer) link as one row: gb_links' rows, plus each
+    peer of a many↔many call (verdict from gb_call_pairs, else the call's pair_verdict; ``id``
+    is then the peer rank) and each member without the call (``peer_node`` NULL). What
+    gb_links held before calls were stored once, computed when read, for one node at a time
+    through the indexes.
+
+``gb_topology`` / ``gb_topology_ranks``
+    which rank sends data to which, per side and step, and each rank's component.
 
 A peer rank absent from the dump, or group members that disagree on how often they called an
 API, produce a warning that names them and unlinked rows, never an exception. Pairing costs a
-few dict operations per call: linear in the number of communication nodes, plus one link per
-pair of members of each collective call (what msprobe's annotation lists anyway).
+few dict operations per call, and a many↔many call whose members agree is judged once
+(``call_verdicts``): linear in the number of communication nodes. The annotations are the one
+output that grows with the square of a group's size, as msprobe's format lists every peer on
+every member; they are cut from one text per call.
 
 Modules, one job each: ``model`` (the nodes and links passed between steps), ``apis`` (which
 family an API is), ``calls`` (a call's peer, root, group and ReduceOp from its parameters),
 ``stats`` and ``data_checks`` (statistics and what a copy or a reduction must satisfy),
 ``collective_checks`` (those checks per collective API), ``p2p`` and ``collectives`` (pairing),
-``annotations`` (msprobe's JSON and the per-node flag), ``report`` (warnings), ``linker`` (the
-entry point).
+``call_verdicts`` (a many↔many call's pairs without judging each), ``annotations`` (msprobe's
+JSON and the per-node flag), ``tables`` (rows, traffic and counts), ``report`` (warnings),
+``context`` (state shared while pairing), ``linker`` (the entry point and the GC pause).
 """
 
 from graphboard.distributed.data_checks import COPY_RTOL, check_reduction, compare_copy

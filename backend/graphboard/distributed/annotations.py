@@ -1,16 +1,39 @@
-"""msprobe's ``matched_distributed`` annotation and the per-node flag, from a node's links."""
+"""msprobe's ``matched_distributed`` annotation and the per-node flag, from a node's links.
+
+msprobe's JSON, with json's default separators as msprobe writes it::
+
+    {"communications_type": "send" | "receive" | "send_receive",
+     "nodes_info": {"<peer rank>": ["<peer precision_index, or overflow_level with -oc>",
+                                    "<peer node>"]}}
+
+or a list of those for a batch_isend_irecv that linked several ops. A many↔many call lists
+every other member on every member: N−1 entries on each of N nodes. Those are cut from one
+text per call (``CallAnnotations``) rather than serialised N times.
+"""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from graphboard.distributed.model import CommNode, Link
-from graphboard.distributed.verdicts import CONSISTENT, Consistency, Verdict, mismatch, unknown
+from graphboard.distributed.verdicts import (
+    CONSISTENT,
+    CONSISTENT_STATUS,
+    MISMATCH_STATUS,
+    Verdict,
+    mismatch,
+    unknown,
+)
 from graphboard.store.links import LinkRow
 
 MISSING_INDEX = "Nan"  # msprobe's text for a peer without precision_index / overflow_level
+_SEPARATOR = ", "  # between items, as json.dumps writes them
+
+# json.dumps' own string escaping (C): texts assembled from escaped pieces equal json.dumps'
+_escape = encode_basestring_ascii
 
 
 def _index_text(node: CommNode, overflow_check: bool) -> str:
@@ -27,8 +50,8 @@ def _index_text(node: CommNode, overflow_check: bool) -> str:
 class NodeLinks:
     """Everything linked to one communication node: its annotation and flag come from here."""
 
-    # op index -> (communications_type, {peer rank: [index text, peer node]})
-    ops: dict[int, tuple[str, dict[str, list[str]]]] = field(default_factory=dict)
+    # op index -> (communications_type, {peer rank: its nodes_info value, as JSON text})
+    ops: dict[int, tuple[str, dict[int, str]]] = field(default_factory=dict)
     linked: int = 0
     missing: int = 0
     mismatch: str | None = None  # the first disagreement, with the peer it concerns
@@ -37,10 +60,10 @@ class NodeLinks:
 
     def add(self, verdict: Verdict, peer_rank: int, peer_name: str | None) -> None:
         status = verdict.status
-        if status is Consistency.MISMATCH:
+        if status is MISMATCH_STATUS:
             if self.mismatch is None:
                 self.mismatch = f"with rank {peer_rank} ({peer_name}): {verdict.reason}"
-        elif status is Consistency.CONSISTENT:
+        elif status is CONSISTENT_STATUS:
             self.consistent = True
         elif self.unknown is None:
             self.unknown = verdict.reason
@@ -49,12 +72,12 @@ class NodeLinks:
         """msprobe's JSON (json's default separators, as msprobe writes it): one object, or a
         list of them for a batch_isend_irecv that linked several ops."""
         ops = [
-            {"communications_type": kind, "nodes_info": peers}
+            _annotation(kind, _SEPARATOR.join(f'"{rank}": {info}' for rank, info in peers.items()))
             for _index, (kind, peers) in sorted(self.ops.items())
         ]
         if not ops:
             return None
-        return json.dumps(ops[0] if len(ops) == 1 else ops)
+        return ops[0] if len(ops) == 1 else f"[{_SEPARATOR.join(ops)}]"
 
     def verdict(self) -> Verdict:
         """Worst over the links, as ``combine`` would give: mismatch, consistent, unknown."""
@@ -65,15 +88,58 @@ class NodeLinks:
         return unknown(self.unknown or "not linked")
 
 
-def per_node(links: list[Link], overflow_check: bool, rows: list[LinkRow]) -> dict[int, NodeLinks]:
+class PeerInfos:
+    """Each node's ``nodes_info`` value as JSON text (``["<index>", "<name>"]``), made once: a
+    node is the peer of up to group-size others."""
+
+    def __init__(self, overflow_check: bool) -> None:
+        self.overflow_check = overflow_check
+        self.texts: dict[int, str] = {}
+
+    def of(self, node: CommNode) -> str:
+        text = self.texts.get(id(node))
+        if text is None:
+            index = _escape(_index_text(node, self.overflow_check))
+            text = self.texts[id(node)] = f"[{index}, {_escape(node.name)}]"
+        return text
+
+
+def _annotation(kind: str, nodes_info: str) -> str:
+    """One op's JSON object, around its ``nodes_info`` items."""
+    return f'{{"communications_type": "{kind}", "nodes_info": {{{nodes_info}}}}}'
+
+
+def call_annotations(peers: Sequence[CommNode], infos: PeerInfos) -> Iterator[tuple[int, str]]:
+    """(rank, its annotation) for every member of a many↔many call, members in group order.
+
+    The members' entries are joined once; each member's text is that string without its own
+    entry: two slices, copied at C speed, instead of a dict and a json.dumps per member.
+    """
+    if len(peers) < 2:
+        return
+    entries = [f'"{node.rank}": {infos.of(node)}' for node in peers]
+    joined = _SEPARATOR.join(entries)
+    start = 0
+    last = len(entries) - 1
+    for position, (node, entry) in enumerate(zip(peers, entries, strict=True)):
+        end = start + len(entry)
+        if position == 0:
+            others = joined[end + len(_SEPARATOR) :]
+        elif position == last:
+            others = joined[: start - len(_SEPARATOR)]
+        else:
+            others = joined[:start] + joined[end + len(_SEPARATOR) :]
+        yield node.rank, _annotation("send_receive", others)
+        start = end + len(_SEPARATOR)
+
+
+def per_node(links: list[Link], infos: PeerInfos, rows: list[LinkRow]) -> dict[int, NodeLinks]:
     """Fill ``rows`` (one per node and peer); return what each node is linked to, by ``id``."""
     per_node: dict[int, NodeLinks] = {}
-    index_text: dict[int, str] = {}  # a node is the peer of up to group-size others
     for link in links:
-        kinds = ("send_receive", "send_receive") if link.mutual else ("send", "receive")
         verdict = link.verdict
-        status, reason = verdict.status.value, verdict.reason
-        ends = ((link.source, link.target, kinds[0]), (link.target, link.source, kinds[1]))
+        status, reason = verdict.status, verdict.reason
+        ends = ((link.source, link.target, "send"), (link.target, link.source, "receive"))
         for here, there, kind in ends:
             node, peer = here.node, there.node
             if node is None:
@@ -94,6 +160,7 @@ def per_node(links: list[Link], overflow_check: bool, rows: list[LinkRow]) -> di
                     peer_name,
                     status,
                     reason,
+                    link.call_id,
                 )
             )
             entry = per_node.get(id(node))
@@ -107,8 +174,5 @@ def per_node(links: list[Link], overflow_check: bool, rows: list[LinkRow]) -> di
             op = entry.ops.get(here.op_index)
             if op is None:
                 op = entry.ops[here.op_index] = (kind, {})
-            text = index_text.get(id(peer))
-            if text is None:
-                text = index_text[id(peer)] = _index_text(peer, overflow_check)
-            op[1][str(there.rank)] = [text, peer.name]
+            op[1][there.rank] = infos.of(peer)
     return per_node

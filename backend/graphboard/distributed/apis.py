@@ -4,11 +4,13 @@ its peer or root."""
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Any, NamedTuple
 
 
-class Family(Enum):
+class Family(StrEnum):
+    """A StrEnum: hashed as its text, which hot dict lookups need (an Enum hashes in Python)."""
+
     SEND = "send"
     RECV = "recv"
     ONE_TO_MANY = "one_to_many"  # the root sends to every member

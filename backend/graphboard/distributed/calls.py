@@ -24,12 +24,15 @@ DEFAULT_GROUP = "default"
 
 # Role values as plain strings: formatting a StrEnum member runs Python code, per lookup
 INPUT, OUTPUT = Role.INPUT.value, Role.OUTPUT.value
+_INPUT_ROLE = Role.INPUT  # checked once per parameter: a module name is cheaper to look up
 
 
 REDUCE_OP = re.compile(r"\b(SUM|AVG|PRODUCT|MIN|MAX|BAND|BOR|BXOR|PREMUL_SUM)\b")
 
 
 def group_ranks(value: Any) -> tuple[int, ...]:
+    if type(value) is list and all(type(item) is int for item in value):
+        return tuple(value)  # what dump.json nearly always holds, read without conversions
     if isinstance(value, str):  # msprobe sometimes writes the list as a JSON string
         try:
             value = json.loads(value)
@@ -53,6 +56,7 @@ class Call:
     group_key: str
     members: tuple[int, ...] | None  # None: the default group
     endpoint: Endpoint  # this call as one end of its links (a batch has one per inner op)
+    call_id: int | None = None  # its group call (gb_comm_calls.id), once collectives are paired
 
     @classmethod
     def of(cls, node: CommNode) -> Call:
@@ -62,7 +66,7 @@ class Call:
         family, root_arg = family_of(api)
         group_key, members = DEFAULT_GROUP, None
         for param in node.params:
-            if param.role is Role.INPUT and param.extra and "group_ranks" in param.extra:
+            if param.role is _INPUT_ROLE and param.extra and "group_ranks" in param.extra:
                 members = group_ranks(param.extra["group_ranks"])
                 group_id = param.extra.get("group_id")
                 group_key = str(group_id) if group_id is not None else f"ranks{list(members)}"
@@ -102,7 +106,7 @@ class Call:
 
     def reduce_op(self) -> str:
         for param in self.node.params:
-            if param.role is Role.INPUT and (param.type or "").endswith("ReduceOp"):
+            if param.role is _INPUT_ROLE and (param.type or "").endswith("ReduceOp"):
                 found = REDUCE_OP.search(str(param.value))
                 if found:
                     return found.group(1)

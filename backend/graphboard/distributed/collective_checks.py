@@ -31,6 +31,7 @@ class Instance:
     members: tuple[int, ...]
     calls: dict[int, Call]
     root: int | None = None
+    direction: str = ""  # forward | backward, counted apart
 
     @property
     def complete(self) -> bool:
@@ -53,18 +54,28 @@ class Instance:
 
 @dataclass(slots=True)
 class Check:
-    """A collective's verdicts: for the whole call, per member, and per (source, target)."""
+    """A collective's verdicts: for the whole call, per member, and per (source, target).
+
+    ``same`` and ``per_rank`` make a pair's verdict depend only on what each of its two members
+    holds, so that a call whose members agree is judged once, not once per pair (see
+    ``call_verdicts``); ``pair`` is for checks that really differ per pair (all_gather's slots).
+    """
 
     group: Verdict | None = None
     per_rank: dict[int, Verdict] = field(default_factory=dict)
     pair: Callable[[int, int], Verdict] | None = None
     uniform: Verdict | None = None  # the verdict of every pair, when one holds for all
+    same: dict[int, TensorStats | None] | None = None  # results every member must share
 
     def verdict(self, source: int, target: int) -> Verdict:
         if self.uniform is not None:
             return self.uniform
         parts = [self.group, self.per_rank.get(source), self.per_rank.get(target)]
         found = [part for part in parts if part is not None]
+        if self.same is not None:
+            found.append(
+                compare_copy(self.same.get(source), self.same.get(target), f"rank {target} result")
+            )
         if self.pair is not None:
             found.append(self.pair(source, target))
         return combine(found)
@@ -89,15 +100,11 @@ def _output(position: int, name: str) -> Callable[[Call], TensorStats | None]:
     return lambda call: call.tensor(OUTPUT, position, name)
 
 
-def _same_result(results: dict[int, TensorStats | None]) -> Callable[[int, int], Verdict]:
-    return lambda a, b: compare_copy(results.get(a), results.get(b), f"rank {b} result")
-
-
 def _check_all_reduce(instance: Instance) -> Check:
     results = instance.each(_output(0, "tensor"))
     if not instance.complete:
         check = _incomplete(instance)
-        check.pair = _same_result(results)
+        check.same = results
         return check
     op = next(iter(instance.calls.values())).reduce_op()
     parts = instance.all_members(_input(0, "tensor"))
@@ -107,7 +114,7 @@ def _check_all_reduce(instance: Instance) -> Check:
         same = CONSISTENT if result is not None else unknown("no statistics for the result")
         return Check(uniform=combine([check_reduction(result, parts, op), same]))
     per_rank = {rank: check_reduction(result, parts, op) for rank, result in results.items()}
-    return Check(per_rank=per_rank, pair=_same_result(results))
+    return Check(per_rank=per_rank, same=results)
 
 
 def _check_reduce(instance: Instance) -> Check:
@@ -186,11 +193,11 @@ def _check_all_gather_into_tensor(instance: Instance) -> Check:
     results = instance.each(_output(0, "output_tensor"))
     if not instance.complete:
         check = _incomplete(instance)
-        check.pair = _same_result(results)
+        check.same = results
         return check
     expected = pooled(instance.all_members(_input(1, "input_tensor")))
     per_rank = {rank: compare_pooled(expected, got, "gathered") for rank, got in results.items()}
-    return Check(per_rank=per_rank, pair=_same_result(results))
+    return Check(per_rank=per_rank, same=results)
 
 
 def _check_reduce_scatter(instance: Instance) -> Check:

@@ -11,16 +11,38 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from graphboard.distributed.apis import P2P_FAMILIES, ROOTED_KINDS, Family
+from graphboard.distributed.call_verdicts import Pair, call_verdict, pair_verdicts
 from graphboard.distributed.calls import Call
 from graphboard.distributed.collective_checks import CHECKS, Check, Instance, check_unsupported
 from graphboard.distributed.context import PairingContext
 from graphboard.distributed.model import Endpoint, Link
 from graphboard.distributed.report import ranks_text
-from graphboard.distributed.verdicts import Verdict, mismatch
+from graphboard.distributed.verdicts import Verdict, combine, mismatch, unknown
 
 InstanceKey = tuple[str, int, str, str, str, int]  # side, step, group, API, direction, call #
+
+
+@dataclass(slots=True)
+class GroupCall:
+    """One collective call of a group (a gb_comm_calls row). A rooted call's links are
+    ordinary ``Link``s; a many↔many call keeps its pairs as a default verdict and exceptions."""
+
+    id: int  # gb_comm_calls.id, from 1
+    instance: Instance
+    family: Family
+    present: tuple[int, ...]  # members whose call was found, in member order
+    absent: dict[int, str]  # member -> why it has no call, in member order
+    verdict: Verdict  # worst over the call's links
+    default: Verdict | None = None  # many↔many: every pair's verdict but the exceptions'
+    exceptions: dict[Pair, Verdict] = field(default_factory=dict)
+
+    @property
+    def pairs(self) -> int:
+        """How many pairs of present members it links (many↔many)."""
+        return len(self.present) * (len(self.present) - 1) // 2
 
 
 def link_collectives(ctx: PairingContext, calls: Iterable[Call]) -> None:
@@ -41,11 +63,13 @@ def link_collectives(ctx: PairingContext, calls: Iterable[Call]) -> None:
         key = (node.side, node.step, call.group_key, call.api, call.direction, occurrence)
         instances[key][node.rank] = call
     _check_call_counts(ctx, counters, members_of)
-    for (side, step, group_key, api, _direction, occurrence), by_rank in instances.items():
+    for (side, step, group_key, api, direction, occurrence), by_rank in instances.items():
         members = members_of[(side, step, group_key)]
         if any(rank not in members for rank in by_rank):  # a rank outside its own group
             members = tuple(sorted({*members, *by_rank}))
-        _link_instance(ctx, Instance(side, step, api, group_key, occurrence, members, by_rank))
+        instance = Instance(side, step, api, group_key, occurrence, members, by_rank)
+        instance.direction = direction
+        _link_instance(ctx, instance)
 
 
 def _check_call_counts(
@@ -81,23 +105,35 @@ def _check_call_counts(
 def _link_instance(ctx: PairingContext, instance: Instance) -> None:
     first = next(iter(instance.calls.values()))
     check = CHECKS.get(instance.api, check_unsupported)
+    call_id = len(ctx.group_calls) + 1
+    for call in instance.calls.values():
+        call.call_id = call_id
     if first.family in ROOTED_KINDS:
-        _link_rooted(ctx, instance, first.family is Family.ONE_TO_MANY, check)
+        verdict = _link_rooted(ctx, instance, first.family is Family.ONE_TO_MANY, check, call_id)
+        present = tuple(rank for rank in instance.members if rank in instance.calls)
+        ctx.group_calls.append(GroupCall(call_id, instance, first.family, present, {}, verdict))
         return
-    result = check(instance)
-    present = [rank for rank in instance.members if rank in instance.calls]
-    for index, a in enumerate(present):
-        for b in present[index + 1 :]:
-            _add(ctx, instance, a, b, True, result.verdict(a, b))
-    for absent in instance.members:
-        if absent not in instance.calls:
-            for rank in present:
-                _add_unlinked(ctx, instance, instance.calls[rank], absent, True, True)
+    present = tuple(rank for rank in instance.members if rank in instance.calls)
+    absent = {
+        rank: ctx.unlinked_group(instance.side, instance.step, instance.calls, present, rank)
+        for rank in instance.members
+        if rank not in instance.calls
+    }
+    default, exceptions = pair_verdicts(check(instance), present)
+    verdict = call_verdict(default, exceptions, absent)
+    ctx.group_calls.append(
+        GroupCall(call_id, instance, first.family, present, absent, verdict, default, exceptions)
+    )
 
 
 def _link_rooted(
-    ctx: PairingContext, instance: Instance, root_sends: bool, check: Callable[[Instance], Check]
-) -> None:
+    ctx: PairingContext,
+    instance: Instance,
+    root_sends: bool,
+    check: Callable[[Instance], Check],
+    call_id: int,
+) -> Verdict:
+    """Link the root to every other member; the verdict of the whole call."""
     declared = {rank: call.rank_arg() for rank, call in instance.calls.items()}
     votes = Counter(root for root in declared.values() if root is not None)
     if not votes:
@@ -108,9 +144,10 @@ def _link_rooted(
                 f"{node.side} step {node.step} rank {node.rank}: {node.name} names no root "
                 "rank; it is not linked",
             )
-        return
+        return unknown("no member names the root rank")
     root = instance.root = votes.most_common(1)[0][0]
     result = check(instance)
+    verdicts: list[Verdict] = []
     for rank in instance.members:
         if rank == root:
             continue
@@ -119,50 +156,40 @@ def _link_rooted(
             verdict = result.verdict(source, target)
             if declared[rank] not in (None, root):
                 verdict = mismatch(f"rank {rank} names root {declared[rank]}, the others {root}")
-            _add(ctx, instance, source, target, False, verdict)
+            link = Link(
+                instance.side,
+                instance.step,
+                instance.group_key,
+                instance.occurrence,
+                instance.calls[source].endpoint,
+                instance.calls[target].endpoint,
+                verdict,
+                call_id,
+            )
         elif root in instance.calls:
-            _add_unlinked(ctx, instance, instance.calls[root], rank, False, root_sends)
+            link = _unlinked(ctx, instance, instance.calls[root], rank, root_sends, call_id)
         elif rank in instance.calls:
-            _add_unlinked(ctx, instance, instance.calls[rank], root, False, not root_sends)
+            link = _unlinked(ctx, instance, instance.calls[rank], root, not root_sends, call_id)
+        else:
+            continue
+        ctx.links.append(link)
+        verdicts.append(link.verdict)
+    return combine(verdicts) if verdicts else unknown("no member to link with")
 
 
-def _add(
-    ctx: PairingContext,
-    instance: Instance,
-    source: int,
-    target: int,
-    mutual: bool,
-    verdict: Verdict,
-) -> None:
-    ctx.links.append(
-        Link(
-            instance.side,
-            instance.step,
-            instance.group_key,
-            instance.occurrence,
-            instance.calls[source].endpoint,
-            instance.calls[target].endpoint,
-            mutual,
-            verdict,
-        )
-    )
-
-
-def _add_unlinked(
-    ctx: PairingContext, instance: Instance, call: Call, peer: int, mutual: bool, sends: bool
-) -> None:
+def _unlinked(
+    ctx: PairingContext, instance: Instance, call: Call, peer: int, sends: bool, call_id: int
+) -> Link:
     here, there = call.endpoint, Endpoint(peer, None, call.api)
     verdict = ctx.unlinked(instance.side, instance.step, here, peer)
     source, target = (here, there) if sends else (there, here)
-    ctx.links.append(
-        Link(
-            instance.side,
-            instance.step,
-            instance.group_key,
-            instance.occurrence,
-            source,
-            target,
-            mutual,
-            verdict,
-        )
+    return Link(
+        instance.side,
+        instance.step,
+        instance.group_key,
+        instance.occurrence,
+        source,
+        target,
+        verdict,
+        call_id,
     )

@@ -63,7 +63,8 @@ class Endpoint:
 
 @dataclass(slots=True)
 class Link:
-    """Data going from ``source`` to ``target`` (both ways when ``mutual``)."""
+    """Data going from ``source`` to ``target``: point-to-point, or root↔member of a rooted
+    collective (many↔many calls are kept whole, as ``collectives.GroupCall``)."""
 
     side: str
     step: int
@@ -71,8 +72,8 @@ class Link:
     occurrence: int
     source: Endpoint
     target: Endpoint
-    mutual: bool
     verdict: Verdict
+    call_id: int | None = None  # gb_comm_calls.id of a rooted collective
 
     @property
     def linked(self) -> bool:

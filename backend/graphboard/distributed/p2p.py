@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from itertools import zip_longest
-from typing import NamedTuple
 
 from graphboard.distributed.apis import P2P_FAMILIES, Family, batch_op
 from graphboard.distributed.calls import INPUT, OUTPUT, Call
@@ -23,21 +22,22 @@ P2P_GROUP = "p2p"
 Channel = tuple[str, int, int, int]  # (side, step, sender rank, receiver rank)
 
 
-class _P2PEnd(NamedTuple):
-    endpoint: Endpoint
-    payload: TensorStats | None  # what was sent, or what arrived
+# One end of a message: the call (or batch op) and what it sent, or what arrived. A plain
+# tuple, as there is one per message end.
+_P2PEnd = tuple[Endpoint, TensorStats | None]
+# Family members as module names: looked up once per message end
+_SEND, _BATCH = Family.SEND, Family.BATCH
 
 
 def _p2p_ends(call: Call) -> Iterator[tuple[Family, int | None, _P2PEnd]]:
     """(SEND or RECV, peer rank, this end) of a plain call or of each op of a batch."""
     node = call.node
-    if call.family is not Family.BATCH:
+    family = call.family
+    if family is not _BATCH:
         payload = (
-            call.tensor(INPUT, 0, "tensor")
-            if call.family is Family.SEND
-            else call.tensor(OUTPUT, 0, "tensor")
+            call.tensor(INPUT, 0, "tensor") if family is _SEND else call.tensor(OUTPUT, 0, "tensor")
         )
-        yield call.family, call.rank_arg(), _P2PEnd(call.endpoint, payload)
+        yield family, call.rank_arg(), (call.endpoint, payload)
         return
     for index, op in enumerate(node.batch_p2p or []):
         parsed = batch_op(op)
@@ -46,10 +46,9 @@ def _p2p_ends(call: Call) -> Iterator[tuple[Family, int | None, _P2PEnd]]:
         api, family = parsed
         # what arrived is only in the output; what was sent is in both
         payload = TensorStats.of_param(call.params.get(f"output.0.{index}"))
-        if payload is None and family is Family.SEND:
+        if payload is None and family is _SEND:
             payload = TensorStats.of_param(call.params.get(f"input.0.{index}"))
-        end = _P2PEnd(Endpoint(node.rank, node, api, index), payload)
-        yield family, as_int(op.get("peer")), end
+        yield family, as_int(op.get("peer")), (Endpoint(node.rank, node, api, index), payload)
 
 
 def link_p2p(ctx: PairingContext, calls: Iterable[Call]) -> None:
@@ -66,7 +65,7 @@ def link_p2p(ctx: PairingContext, calls: Iterable[Call]) -> None:
                     f"{node.side} step {node.step} rank {node.rank}: {node.name} names no "
                     "peer rank (src/dst missing or not an integer); it is not linked",
                 )
-            elif family is Family.SEND:
+            elif family is _SEND:
                 sends[(node.side, node.step, node.rank, peer)].append(end)
             else:
                 recvs[(node.side, node.step, peer, node.rank)].append(end)
@@ -75,19 +74,17 @@ def link_p2p(ctx: PairingContext, calls: Iterable[Call]) -> None:
         sent, received = sends.get(channel, []), recvs.get(channel, [])
         for occurrence, (out, into) in enumerate(zip_longest(sent, received)):
             if out is not None and into is not None:
-                source, target = out.endpoint, into.endpoint
-                verdict = compare_copy(out.payload, into.payload)
+                source, target = out[0], into[0]
+                verdict = compare_copy(out[1], into[1])
             elif out is not None:
-                source = out.endpoint
+                source = out[0]
                 target = Endpoint(receiver, None, source.api)
                 verdict = ctx.unlinked(side, step, source, receiver)
             else:
-                target = into.endpoint
+                target = into[0]
                 source = Endpoint(sender, None, target.api)
                 verdict = ctx.unlinked(side, step, target, sender)
-            ctx.links.append(
-                Link(side, step, P2P_GROUP, occurrence, source, target, False, verdict)
-            )
+            ctx.links.append(Link(side, step, P2P_GROUP, occurrence, source, target, verdict))
         if (
             len(sent) != len(received)
             and ctx.in_dump(side, step, sender)
@@ -98,6 +95,3 @@ def link_p2p(ctx: PairingContext, calls: Iterable[Call]) -> None:
                 f"{side} step {step}: rank {sender} sends {len(sent)} message(s) to rank "
                 f"{receiver}, but rank {receiver} receives {len(received)} from rank {sender}",
             )
-
-
-# ---------------------------------------------------------------- collectives

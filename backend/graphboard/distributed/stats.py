@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from graphboard.dump.records import Param
 
 
 def as_float(value: Any) -> float | None:
+    if type(value) is float:  # nearly always: checked first, it runs millions of times
+        return value
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
@@ -34,8 +35,10 @@ def as_int(value: Any) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class TensorStats:
+class TensorStats(NamedTuple):
+    """Immutable and hashable; a NamedTuple rather than a frozen dataclass because hundreds of
+    thousands are made and compared per link run, and a tuple is built and compared in C."""
+
     dtype: str | None
     shape: tuple[Any, ...] | None
     max: float | None
@@ -48,13 +51,15 @@ class TensorStats:
         if param is None:
             return None
         if param.is_tensor:
+            high, low, mean, norm = param.max, param.min, param.mean, param.norm
+            # dump.json statistics are floats: convert only what is not (one call each saved)
             return cls(
                 param.dtype,
                 param.shape,
-                as_float(param.max),
-                as_float(param.min),
-                as_float(param.mean),
-                as_float(param.norm),
+                high if type(high) is float else as_float(high),
+                low if type(low) is float else as_float(low),
+                mean if type(mean) is float else as_float(mean),
+                norm if type(norm) is float else as_float(norm),
             )
         nested = (param.extra or {}).get("tensor")  # a P2POp leaf keeps its tensor raw
         return cls.of_leaf(nested) if isinstance(nested, dict) else None

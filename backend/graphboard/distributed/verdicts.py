@@ -8,6 +8,8 @@ from enum import StrEnum
 
 
 class Consistency(StrEnum):
+    """A StrEnum: a status is the very text the tables store, bound and counted as it is."""
+
     CONSISTENT = "consistent"
     MISMATCH = "mismatch"
     UNKNOWN = "unknown"
@@ -20,6 +22,10 @@ class Verdict:
 
 
 CONSISTENT = Verdict(Consistency.CONSISTENT)
+# Members as module names: ``Consistency.MISMATCH`` is a class attribute lookup that costs
+# more than the comparison in loops run once per link.
+MISMATCH_STATUS = Consistency.MISMATCH
+CONSISTENT_STATUS = Consistency.CONSISTENT
 
 
 def unknown(reason: str) -> Verdict:
@@ -35,9 +41,9 @@ def combine(verdicts: Iterable[Verdict]) -> Verdict:
     consistent: Verdict | None = None
     unchecked: Verdict | None = None
     for verdict in verdicts:
-        if verdict.status is Consistency.MISMATCH:
+        if verdict.status is MISMATCH_STATUS:
             return verdict
-        if verdict.status is Consistency.CONSISTENT:
+        if verdict.status is CONSISTENT_STATUS:
             consistent = consistent or verdict
         else:
             unchecked = unchecked or verdict
