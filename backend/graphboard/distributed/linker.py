@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import sqlite3
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -31,18 +32,42 @@ def dumped_ranks(
     return dict(ranks)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Linking keeps ~10 acyclic objects per link alive at once; refcounting frees them, and
-    the cyclic collector would only rescan the growing heap over and over (it doubled the
-    time of a 1,024-rank link in bench/bench_links.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
+class _CollectorPause:
+    """Pauses the cyclic garbage collector while links are made.
+
+    Linking keeps ~10 acyclic objects per communication node alive at once; refcounting frees
+    them, and the cyclic collector would only rescan the growing heap over and over (it adds a
+    quarter to a 1,024-rank link in bench/bench_links.py). ``gc.disable`` is process-wide, so
+    pauses nest across threads: the first records whether the collector ran, the last restores
+    that. A plain save-and-restore would let one thread re-enable it under another's pause,
+    or re-enable it for a process that had turned it off meanwhile.
+
+    In a server worker thread this is safe but not free: no thread of the process collects
+    cycles until the link ends (seconds at 1,024 ranks), so their cyclic garbage waits.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._resume = False
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._lock:
+            if self._depth == 0:
+                self._resume = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._resume:
+                    gc.enable()
+
+
+collector_paused = _CollectorPause()
 
 
 def link_ranks(
@@ -56,7 +81,7 @@ def link_ranks(
     ``dumped`` lists every built (side, step, rank), so that a rank without communication
     nodes still counts as present; without it, the ranks holding communication nodes are.
     """
-    with _collector_paused():
+    with collector_paused():
         return _link(conn, nodes, overflow_check, dumped)
 
 
