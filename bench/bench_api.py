@@ -21,15 +21,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import DATA, GRAPH_BUILD, record, synthetic
 
 from graphboard.graph.model import ROOT_NAME, Graph, Node, node_type_of
 from graphboard.store import writer
+from harness import DATA, GRAPH_BUILD, record, synthetic
 
 SERVE = [str(Path(sys.executable).with_name("graphboard")), "serve"]
 TARGETS_MS = {"children": 30, "node": 30, "search": 150, "filter": 150}
@@ -43,9 +42,27 @@ def big_compare(records: int) -> Path:
         return found[0]
     name = "records1m" if records == 1_000_000 else f"records{records}"  # as bench_compare.py
     golden = synthetic(f"{name}-golden", "--records", str(records)) / "step0" / "rank0"
-    target = synthetic(f"{name}-target", "--records", str(records), "--variant", "target") / "step0" / "rank0"
+    target = (
+        synthetic(f"{name}-target", "--records", str(records), "--variant", "target")
+        / "step0"
+        / "rank0"
+    )
     started = time.perf_counter()
-    subprocess.run([*GRAPH_BUILD, "-tp", str(target), "-gp", str(golden), "-o", str(folder), "--name", "compare.vis.db", "-q"], check=True)
+    subprocess.run(
+        [
+            *GRAPH_BUILD,
+            "-tp",
+            str(target),
+            "-gp",
+            str(golden),
+            "-o",
+            str(folder),
+            "--name",
+            "compare.vis.db",
+            "-q",
+        ],
+        check=True,
+    )
     print(f"built {folder / 'compare.vis.db'} in {time.perf_counter() - started:.0f}s", flush=True)
     return folder / "compare.vis.db"
 
@@ -119,8 +136,12 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def measure(name: str, calls: list[Callable[[], float]]) -> dict[str, Any]:
-    timings = [call() for call in calls]
+Request = tuple[str, dict[str, Any]]
+
+
+def measure(server: Server, name: str, requests: list[Request]) -> dict[str, Any]:
+    """Time prepared requests one after the other."""
+    timings = [server.get(path, **params)[0] for path, params in requests]
     return {
         "endpoint": name,
         "n": len(timings),
@@ -130,7 +151,9 @@ def measure(name: str, calls: list[Callable[[], float]]) -> dict[str, Any]:
     }
 
 
-def collect_names(server: Server, graph: str, query: dict[str, Any], count: int, rng: random.Random) -> tuple[list[str], list[str]]:
+def collect_names(
+    server: Server, graph: str, query: dict[str, Any], count: int, rng: random.Random
+) -> tuple[list[str], list[str]]:
     """Some modules (with children) and some nodes of the graph, reached by walking it."""
     modules: list[str] = []
     nodes: list[str] = []
@@ -147,6 +170,19 @@ def collect_names(server: Server, graph: str, query: dict[str, Any], count: int,
     return modules, nodes
 
 
+def fresh_query(rng: random.Random, names: list[str], seen: set[str]) -> str:
+    """A substring of a real node name, 3 to 24 characters, not asked before: what a user
+    types, and never answered from the server's memory of recent totals."""
+    while True:
+        name = rng.choice(names)
+        length = rng.randint(3, min(24, len(name)))
+        start = rng.randrange(len(name) - length + 1)
+        text = name[start : start + length]
+        if text.lower() not in seen and "\n" not in text:
+            seen.add(text.lower())
+            return text
+
+
 def run(records: int, requests: int, seed: int) -> str:
     rng = random.Random(seed)
     big = big_compare(records)
@@ -159,50 +195,102 @@ def run(records: int, requests: int, seed: int) -> str:
             listing = server.get("/api/graphs")[1]["files"]
             nodes_per_side = {entry["id"]: entry["graphs"][0]["node_count"] for entry in listing}
             cold, _ = server.get(f"/api/graphs/{graph}/children", **query)
-            cold_search, _ = server.get(f"/api/graphs/{graph}/search", **query, q="linear_fc1", limit=50)
+            cold_search, _ = server.get(
+                f"/api/graphs/{graph}/search", **query, q="linear_fc1", limit=50
+            )
             modules, names = collect_names(server, graph, query, 300, rng)
+            seen: set[str] = {"linear_fc1"}
             layer_count = max(1, records // 105)
-            results = [
-                measure(
+            base = f"/api/graphs/{graph}"
+            wide_children = "/api/graphs/" + wide.stem.removesuffix(".vis") + "/children"
+            filters: list[dict[str, Any]] = [
+                {"precision": ["error"]},
+                {"precision": ["warning", "error"]},
+                {"precision": ["pass"]},
+                {"unmatched": True, "precision": ["error"]},
+            ]
+            regexes = [r"layers\.\d+\.mlp\.linear_fc1", r"^Functional\.softmax"]
+            plan: list[tuple[str, list[Request]]] = [
+                (
                     "children (a module, first page)",
-                    [lambda parent=rng.choice(modules): server.get(f"/api/graphs/{graph}/children", **query, parent=parent, limit=200)[0] for _ in range(requests)],
-                ),
-                measure(
-                    "children (200k-child root, page at a random cursor)",
-                    [lambda cursor=rng.randrange(199_000): server.get("/api/graphs/" + wide.stem.removesuffix(".vis") + "/children", **query, cursor=cursor, limit=200)[0] for _ in range(requests)],
-                ),
-                measure(
-                    "node (both sides, paired rows)",
-                    [lambda name=rng.choice(names): server.get(f"/api/graphs/{graph}/node", **query, name=name)[0] for _ in range(requests)],
-                ),
-                measure(
-                    "search (substring, first page + total)",
                     [
-                        lambda text=rng.choice(
-                            ["linear_fc1", "self_attention", "Tensor.__mul__", "RMSNorm.forward", "backward",
-                             f"layers.{rng.randrange(layer_count)}.", f"layers.{rng.randrange(layer_count)}.mlp",
-                             "softmax", "parameters_grad", "Torch.matmul"]
-                        ): server.get(f"/api/graphs/{graph}/search", **query, q=text, limit=50)[0]
+                        (f"{base}/children", {**query, "parent": rng.choice(modules), "limit": 200})
                         for _ in range(requests)
                     ],
                 ),
-                measure(
-                    "search (regex)",
-                    [lambda text=rng.choice([r"layers\.\d+\.mlp\.linear_fc1", r"^Functional\.softmax", rf"layers\.{rng.randrange(layer_count)}\..*backward"]): server.get(f"/api/graphs/{graph}/search", **query, q=text, regex=True, limit=50)[0] for _ in range(requests // 4)],
-                ),
-                measure(
-                    "filter (precision / unmatched / overflow, random cursor)",
+                (
+                    "children (200k-child root, page at a random cursor)",
                     [
-                        lambda choice=rng.randrange(4), cursor=rng.randrange(nodes_per_side[graph]): server.get(
-                            f"/api/graphs/{graph}/filter",
-                            **query,
-                            limit=100,
-                            **[{"precision": ["error"]}, {"precision": ["warning", "error"]}, {"precision": ["pass"], "cursor": cursor}, {"unmatched": True, "precision": ["error"]}][choice],
-                        )[0]
+                        (wide_children, {**query, "cursor": rng.randrange(199_000), "limit": 200})
+                        for _ in range(requests)
+                    ],
+                ),
+                (
+                    "node (both sides, paired rows)",
+                    [
+                        (f"{base}/node", {**query, "name": rng.choice(names)})
+                        for _ in range(requests)
+                    ],
+                ),
+                (
+                    "search (a new query: first page + total)",
+                    [
+                        (
+                            f"{base}/search",
+                            {**query, "q": fresh_query(rng, names, seen), "limit": 50},
+                        )
+                        for _ in range(requests)
+                    ],
+                ),
+                (
+                    "search (next page of a query)",
+                    [
+                        (
+                            f"{base}/search",
+                            {
+                                **query,
+                                "q": rng.choice(["backward", "self_attention", "Tensor.__mul__"]),
+                                "cursor": rng.randrange(10_000),
+                                "limit": 50,
+                            },
+                        )
+                        for _ in range(requests)
+                    ],
+                ),
+                (
+                    "search (regex)",
+                    [
+                        (
+                            f"{base}/search",
+                            {
+                                **query,
+                                "q": rng.choice(
+                                    [*regexes, rf"layers\.{rng.randrange(layer_count)}\..*backward"]
+                                ),
+                                "regex": True,
+                                "limit": 50,
+                            },
+                        )
+                        for _ in range(requests // 4)
+                    ],
+                ),
+                (
+                    "filter (precision / unmatched, random cursor)",
+                    [
+                        (
+                            f"{base}/filter",
+                            {
+                                **query,
+                                **rng.choice(filters),
+                                "cursor": rng.randrange(nodes_per_side[graph]),
+                                "limit": 100,
+                            },
+                        )
                         for _ in range(requests)
                     ],
                 ),
             ]
+            results = [measure(server, name, requests_of) for name, requests_of in plan]
         finally:
             server.close()
     lines = [
@@ -220,7 +308,9 @@ def run(records: int, requests: int, seed: int) -> str:
     for row in results:
         family = row["endpoint"].split(" ")[0]
         target = TARGETS_MS.get(family)
-        lines.append(f"| {row['endpoint']} | {row['n']} | {row['p50']:.1f} | {row['p95']:.1f} | {row['max']:.1f} | {target or '–'} |")
+        lines.append(
+            f"| {row['endpoint']} | {row['n']} | {row['p50']:.1f} | {row['p95']:.1f} | {row['max']:.1f} | {target or '–'} |"
+        )
     return "\n".join(lines)
 
 

@@ -30,7 +30,9 @@ class Settings(BaseSettings):
     page_size: int = Field(default=200, ge=1, description="default page length")
     max_page_size: int = Field(default=5000, ge=1, description="longest page a client may ask for")
     view_cache_nodes: int = Field(
-        default=8_000_000, ge=1, description="nodes of per-graph columns kept in memory"
+        default=4_000_000,
+        ge=1,
+        description="nodes of per-graph columns and name indexes kept in memory (~300 bytes each)",
     )
     allow_matching: bool = Field(default=True, description="False: manual matching is refused")
     static_dir: Path | None = Field(default=None, description="served at /static when set")

@@ -145,4 +145,4 @@ class ViewCache:
             self._nodes = 0
 
 
-VIEWS = ViewCache(max_nodes=8_000_000)
+VIEWS = ViewCache(max_nodes=4_000_000)  # create_app sets settings.view_cache_nodes

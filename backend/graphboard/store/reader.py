@@ -33,7 +33,7 @@ from graphboard.dump.records import Param
 from graphboard.errors import StoreError
 from graphboard.store import arrays, matches, sidecar
 from graphboard.store.graph_views import VIEWS, FileIdentity, GraphKey, GraphView, file_identity
-from graphboard.store.name_index import compile_search_regex, regex_hits, required_literal
+from graphboard.store.name_index import compile_search_regex, required_literal
 from graphboard.store.param_parse import params_from_display
 
 __all__ = [
@@ -766,12 +766,7 @@ class VisDb:
         if regex:
             pattern = compile_search_regex(text)
             literal = required_literal(text)
-            candidates = (
-                index.containing(literal)
-                if literal is not None
-                else np.arange(len(view), dtype=np.int64)
-            )
-            hits = regex_hits(pattern, view.names, view.exec_perm, candidates)
+            hits = index.matching(pattern, literal.lower() if literal is not None else None)
             total = len(hits)
             start = 0 if after is None else int(np.searchsorted(hits, after, side="right"))
             positions = [int(hit) for hit in hits[start : start + limit + 1]]
