@@ -116,3 +116,23 @@ def test_a_node_s_peer_links_are_read_through_indexes(tmp_path: Path) -> None:
     scans = [detail for detail in details if detail.startswith("SCAN")]
     # json_each over one call's absent members, and the view's own rows: no table is scanned
     assert all("absent" in scan or "gb_peer_links" in scan for scan in scans), details
+
+
+def test_group_order_is_kept_and_pairs_are_stored_by_rank(tmp_path: Path) -> None:
+    dump = CommDump(tmp_path)
+    pg = group([2, 0, 1], "tp")
+    total = tensor([3.0, 6.0, 9.0, 12.0])
+    for rank in range(3):
+        result = tensor([0.0, 0.0, 0.0, 0.0]) if rank == 0 else total
+        dump.add(rank, ALL_REDUCE, record([A], {"group": pg}, [result, pg]))
+    built = dump.build()
+
+    assert json.loads(built.query("SELECT members FROM gb_comm_calls")[0][0]) == [2, 0, 1]
+    assert built.query("SELECT rank_a, rank_b FROM gb_call_pairs ORDER BY 1, 2") == [(0, 1), (0, 2)]
+    assert {row[0]: row[3] for row in built.links(2, ALL_REDUCE)} == {
+        0: "mismatch",
+        1: "consistent",
+    }
+    # msprobe's nodes_info lists the peers in group order, as every member's own text does
+    assert list(built.annotation(1, ALL_REDUCE)["nodes_info"]) == ["2", "0"]
+    assert list(built.annotation(2, ALL_REDUCE)["nodes_info"]) == ["0", "1"]
