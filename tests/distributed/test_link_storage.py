@@ -73,6 +73,7 @@ def test_rooted_calls_keep_root_member_rows_and_point_at_their_call(tmp_path: Pa
 
     ((call_id, family, root),) = built.query("SELECT id, family, root_rank FROM gb_comm_calls")
     assert (family, root) == ("one_to_many", 1)
+    assert built.query("SELECT absent FROM gb_comm_calls") == [("{}",)]
     rows = built.query("SELECT rank, peer_rank, kind, call_id FROM gb_links ORDER BY rank")
     assert rows == [
         (0, 1, "receive", call_id),

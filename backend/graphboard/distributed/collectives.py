@@ -108,12 +108,17 @@ def _link_instance(ctx: PairingContext, instance: Instance) -> None:
     call_id = len(ctx.group_calls) + 1
     for call in instance.calls.values():
         call.call_id = call_id
+    present = tuple(rank for rank in instance.members if rank in instance.calls)
     if first.family in ROOTED_KINDS:
         verdict = _link_rooted(ctx, instance, first.family is Family.ONE_TO_MANY, check, call_id)
-        present = tuple(rank for rank in instance.members if rank in instance.calls)
-        ctx.group_calls.append(GroupCall(call_id, instance, first.family, present, {}, verdict))
+        # the links to these members are gb_links rows already, which count them as orphans
+        absent = {
+            rank: ctx.absence(instance.side, instance.step, rank)
+            for rank in instance.members
+            if rank not in instance.calls
+        }
+        ctx.group_calls.append(GroupCall(call_id, instance, first.family, present, absent, verdict))
         return
-    present = tuple(rank for rank in instance.members if rank in instance.calls)
     absent = {
         rank: ctx.unlinked_group(instance.side, instance.step, instance.calls, present, rank)
         for rank in instance.members

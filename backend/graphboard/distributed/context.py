@@ -39,11 +39,16 @@ class PairingContext:
         else:
             self.orphaned[key] = (known[0] + callers, known[1])
 
+    def absence(self, side: str, step: int, absent: int) -> str:
+        """Why a call has no counterpart on rank ``absent``."""
+        if not self.in_dump(side, step, absent):
+            return f"rank {absent} is not in the dump"
+        return f"rank {absent} has no matching call"
+
     def unlinked(self, side: str, step: int, present: Endpoint, absent: int) -> Verdict:
         if not self.in_dump(side, step, absent):
             self._orphan(side, step, absent, 1, present)
-            return unknown(f"rank {absent} is not in the dump")
-        return unknown(f"rank {absent} has no matching call")
+        return unknown(self.absence(side, step, absent))
 
     def unlinked_group(
         self,
@@ -56,8 +61,7 @@ class PairingContext:
         """Why every present member of a many↔many call lacks its link to ``absent``."""
         if not self.in_dump(side, step, absent):
             self._orphan(side, step, absent, len(present), calls[present[0]].endpoint)
-            return f"rank {absent} is not in the dump"
-        return f"rank {absent} has no matching call"
+        return self.absence(side, step, absent)
 
     def warn_missing_ranks(self) -> None:
         """One warning per rank that calls name but the dump lacks."""
