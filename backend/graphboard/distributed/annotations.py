@@ -23,6 +23,7 @@ from graphboard.distributed.verdicts import (
     CONSISTENT,
     CONSISTENT_STATUS,
     MISMATCH_STATUS,
+    STATUS_TEXT,
     Verdict,
     mismatch,
     unknown,
@@ -138,7 +139,7 @@ def per_node(links: list[Link], infos: PeerInfos, rows: list[LinkRow]) -> dict[i
     per_node: dict[int, NodeLinks] = {}
     for link in links:
         verdict = link.verdict
-        status, reason = verdict.status, verdict.reason
+        status, reason = STATUS_TEXT[verdict.status], verdict.reason
         ends = ((link.source, link.target, "send"), (link.target, link.source, "receive"))
         for here, there, kind in ends:
             node, peer = here.node, there.node

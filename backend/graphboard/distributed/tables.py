@@ -22,7 +22,13 @@ from graphboard.distributed.collectives import GroupCall
 from graphboard.distributed.context import PairingContext
 from graphboard.distributed.model import Link
 from graphboard.distributed.p2p import P2P_GROUP
-from graphboard.distributed.verdicts import MISMATCH_STATUS, Consistency, Verdict, unknown
+from graphboard.distributed.verdicts import (
+    MISMATCH_STATUS,
+    STATUS_TEXT,
+    Consistency,
+    Verdict,
+    unknown,
+)
 from graphboard.store.links import (
     COMM_NODE_LINKED,
     COMM_NODE_VERDICT,
@@ -143,21 +149,21 @@ def _call_row(call: GroupCall) -> CallRow:
         instance.api,
         instance.direction,
         instance.occurrence,
-        call.family,
+        call.family.value,
         json.dumps(list(instance.members)),
         len(call.present),
         json.dumps({str(rank): reason for rank, reason in call.absent.items()}),
         instance.root,
-        call.verdict.status,
+        STATUS_TEXT[call.verdict.status],
         call.verdict.reason,
-        default.status if default is not None else None,
+        STATUS_TEXT[default.status] if default is not None else None,
         default.reason if default is not None else None,
     )
 
 
 def _pair_rows(call: GroupCall) -> list[PairRow]:
     return [
-        (call.id, min(a, b), max(a, b), verdict.status, verdict.reason)
+        (call.id, min(a, b), max(a, b), STATUS_TEXT[verdict.status], verdict.reason)
         for (a, b), verdict in call.exceptions.items()
     ]
 
@@ -245,7 +251,7 @@ def build_tables(
                 P2P_GROUP if call.family in P2P_FAMILIES else call.group_key,
                 linked,
                 missing,
-                verdict.status,
+                STATUS_TEXT[verdict.status],
                 verdict.reason,
                 call.call_id,
             )
