@@ -72,6 +72,11 @@ class NodeLinks:
     def annotation(self) -> str | None:
         """msprobe's JSON (json's default separators, as msprobe writes it): one object, or a
         list of them for a batch_isend_irecv that linked several ops."""
+        if len(self.ops) == 1:  # the usual case, a send or a receive: no sorting, no list
+            ((kind, peers),) = self.ops.values()
+            return _annotation(
+                kind, _SEPARATOR.join(f'"{rank}": {info}' for rank, info in peers.items())
+            )
         ops = [
             _annotation(kind, _SEPARATOR.join(f'"{rank}": {info}' for rank, info in peers.items()))
             for _index, (kind, peers) in sorted(self.ops.items())

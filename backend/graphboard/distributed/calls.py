@@ -25,6 +25,7 @@ DEFAULT_GROUP = "default"
 # Role values as plain strings: formatting a StrEnum member runs Python code, per lookup
 INPUT, OUTPUT = Role.INPUT.value, Role.OUTPUT.value
 _INPUT_ROLE = Role.INPUT  # checked once per parameter: a module name is cheaper to look up
+_MANY_TO_MANY = Family.MANY_TO_MANY
 
 
 REDUCE_OP = re.compile(r"\b(SUM|AVG|PRODUCT|MIN|MAX|BAND|BOR|BXOR|PREMUL_SUM)\b")
@@ -114,6 +115,8 @@ class Call:
 
     def kind(self) -> str:
         """This node's msprobe communications_type."""
+        if self.family is _MANY_TO_MANY:
+            return "send_receive"
         if self.family in P2P_KINDS:
             return P2P_KINDS[self.family]
         if self.family is Family.BATCH:

@@ -237,9 +237,8 @@ def build_tables(
             linked, missing = len(mine.present) - 1, len(mine.absent)
         else:
             verdict, text = NOT_LINKED, None
-        where = node_id(node.side, node.step, node.rank, node.name)
         if text is not None:
-            tables.annotations.append((text, where))
+            tables.annotations.append((text, node_id(node.side, node.step, node.rank, node.name)))
         tables.comm_nodes.append(
             (
                 node.side,
