@@ -25,7 +25,10 @@ GRAPH_BUILD = [sys.executable, "-m", "graphboard.cli"]
 
 
 def msprobe_binary() -> str | None:
-    for candidate in (os.environ.get("GRAPHBOARD_MSPROBE_BIN"), str(REPO / ".venv-msprobe" / "bin" / "msprobe")):
+    for candidate in (
+        os.environ.get("GRAPHBOARD_MSPROBE_BIN"),
+        str(REPO / ".venv-msprobe" / "bin" / "msprobe"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     return shutil.which("msprobe")
@@ -36,7 +39,10 @@ def synthetic(name: str, *args: str) -> Path:
     root = DATA / name
     if not (root / "step0").exists():
         root.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, str(BENCH / "make_synthetic_dump.py"), "--out", str(root), *args], check=True)
+        subprocess.run(
+            [sys.executable, str(BENCH / "make_synthetic_dump.py"), "--out", str(root), *args],
+            check=True,
+        )
     return root
 
 
@@ -124,7 +130,9 @@ def table(title: str, rows: list[Row]) -> str:
             other = f"{theirs:.2f} | {their_rss:.0f} | {theirs / ours:.1f}x"
         else:
             other = "– | – | –"
-        lines.append(f"| {row.case} | {row.nodes:,} | {ours:.2f}, {best:.2f} | {row.nodes / ours:,.0f} | {rss:.0f} | {other} |")
+        lines.append(
+            f"| {row.case} | {row.nodes:,} | {ours:.2f}, {best:.2f} | {row.nodes / ours:,.0f} | {rss:.0f} | {other} |"
+        )
     return "\n".join(lines)
 
 

@@ -43,17 +43,47 @@ SUBMODULES: list[tuple[str, str, str]] = [
     ("mlp.linear_fc1", "ColumnParallelLinear", "mlp"),
     ("mlp.linear_fc2", "RowParallelLinear", "mlp"),
 ]
-NORM_CALLS = ["Tensor.float", "Torch.pow", "Torch.mean", "Tensor.__add__", "Torch.rsqrt", "Tensor.__mul__", "Tensor.type_as", "Tensor.__mul__"]
+NORM_CALLS = [
+    "Tensor.float",
+    "Torch.pow",
+    "Torch.mean",
+    "Tensor.__add__",
+    "Torch.rsqrt",
+    "Tensor.__mul__",
+    "Tensor.type_as",
+    "Tensor.__mul__",
+]
 # Forward API calls of one layer in execution order: (owner path, API). 47 calls.
 LAYER_CALLS: list[tuple[str, str]] = [
     *[("input_layernorm", api) for api in NORM_CALLS],
     ("self_attention.linear_qkv", "Functional.linear"),
-    *[("self_attention", api) for api in [
-        "Tensor.view", "Torch.split", "Tensor.__mul__", "Tensor.__mul__", "Torch.cat", "Tensor.__add__",
-        "Tensor.__mul__", "Tensor.__mul__", "Torch.cat", "Tensor.__add__", "Tensor.transpose", "Tensor.transpose",
-        "Tensor.transpose", "Torch.matmul", "Tensor.__truediv__", "Tensor.masked_fill", "Functional.softmax",
-        "Functional.dropout", "Torch.matmul", "Tensor.transpose", "Tensor.contiguous", "Tensor.reshape",
-    ]],
+    *[
+        ("self_attention", api)
+        for api in [
+            "Tensor.view",
+            "Torch.split",
+            "Tensor.__mul__",
+            "Tensor.__mul__",
+            "Torch.cat",
+            "Tensor.__add__",
+            "Tensor.__mul__",
+            "Tensor.__mul__",
+            "Torch.cat",
+            "Tensor.__add__",
+            "Tensor.transpose",
+            "Tensor.transpose",
+            "Tensor.transpose",
+            "Torch.matmul",
+            "Tensor.__truediv__",
+            "Tensor.masked_fill",
+            "Functional.softmax",
+            "Functional.dropout",
+            "Torch.matmul",
+            "Tensor.transpose",
+            "Tensor.contiguous",
+            "Tensor.reshape",
+        ]
+    ],
     ("self_attention.linear_proj", "Functional.linear"),
     ("", "Tensor.__add__"),
     *[("pre_mlp_layernorm", api) for api in NORM_CALLS],
@@ -107,7 +137,11 @@ class Generator:
         hidden = [BATCH, SEQ, HIDDEN]
         if backward:
             return {"input": [self.leaf(hidden, False)], "output": [self.leaf(hidden, False)]}
-        return {"input_args": [self.leaf(hidden)], "input_kwargs": {}, "output": [self.leaf(hidden)]}
+        return {
+            "input_args": [self.leaf(hidden)],
+            "input_kwargs": {},
+            "output": [self.leaf(hidden)],
+        }
 
     def forward_api(self, api: str) -> str:
         index = self.counters.get(api, 0)
@@ -134,14 +168,28 @@ class Generator:
             self.construct[name] = self.module_name(layer, parent, "forward")
             record = self.io_record()
             if path in WITH_PARAMETERS:
-                record["parameters"] = {p: self.leaf([HIDDEN] if p == "bias" else [HIDDEN, HIDDEN]) for p in WITH_PARAMETERS[path]}
+                record["parameters"] = {
+                    p: self.leaf([HIDDEN] if p == "bias" else [HIDDEN, HIDDEN])
+                    for p in WITH_PARAMETERS[path]
+                }
             self.data[name] = record
-            self.add_stack(name, (CALL_SITE.format(module=class_name.lower(), line=100 + position, source=f"self.{path}(x)"), *FRAMES_BELOW))
+            self.add_stack(
+                name,
+                (
+                    CALL_SITE.format(
+                        module=class_name.lower(), line=100 + position, source=f"self.{path}(x)"
+                    ),
+                    *FRAMES_BELOW,
+                ),
+            )
         calls: list[tuple[str, str]] = []  # (forward API name, owner path)
         for position, (path, api) in enumerate(LAYER_CALLS):
             name = self.forward_api(api)
             self.construct[name] = self.module_name(layer, path, "forward")
-            self.add_stack(name, (CALL_SITE.format(module="layer", line=200 + position, source=api), *FRAMES_BELOW))
+            self.add_stack(
+                name,
+                (CALL_SITE.format(module="layer", line=200 + position, source=api), *FRAMES_BELOW),
+            )
             calls.append((name, path))
             if api in RECORDLESS_FORWARD:
                 continue
@@ -157,7 +205,10 @@ class Generator:
         for clone in range(CLONES_PER_LAYER):
             name = self.forward_api("Torch.clone")
             self.construct[name] = layer_forward
-            self.add_stack(name, (CALL_SITE.format(module="layer", line=300, source="x.clone()"), *FRAMES_BELOW))
+            self.add_stack(
+                name,
+                (CALL_SITE.format(module="layer", line=300, source="x.clone()"), *FRAMES_BELOW),
+            )
             if clone < 3:
                 calls.append((name, ""))
         self.pending_backward.append((layer, calls))
@@ -172,7 +223,10 @@ class Generator:
             self.data[name] = self.io_record(backward=True)
             if path in WITH_PARAMETERS:
                 grad = name.replace(".backward.0", ".parameters_grad.0")
-                self.data[grad] = {p: [self.leaf([HIDDEN] if p == "bias" else [HIDDEN, HIDDEN], False)] for p in WITH_PARAMETERS[path]}
+                self.data[grad] = {
+                    p: [self.leaf([HIDDEN] if p == "bias" else [HIDDEN, HIDDEN], False)]
+                    for p in WITH_PARAMETERS[path]
+                }
         for name, path in reversed(calls):
             backward = name[: -len("forward")] + "backward"
             self.construct[backward] = self.module_name(layer, path, "backward")
@@ -182,10 +236,18 @@ class Generator:
     def model(self, layers: int) -> None:
         embedding = "Module.embedding.LanguageModelEmbedding.forward.0"
         self.construct[embedding] = None
-        self.data[embedding] = {"input_args": [self.leaf([BATCH, SEQ], False)], "input_kwargs": {}, "output": [self.leaf([BATCH, SEQ, HIDDEN])]}
+        self.data[embedding] = {
+            "input_args": [self.leaf([BATCH, SEQ], False)],
+            "input_kwargs": {},
+            "output": [self.leaf([BATCH, SEQ, HIDDEN])],
+        }
         block = "Module.decoder.TransformerBlock.forward.0"
         self.construct[block] = None
-        self.data[block] = {"input_args": [self.leaf([BATCH, SEQ, HIDDEN])], "input_kwargs": {}, "output": [self.leaf([BATCH, SEQ, HIDDEN])]}
+        self.data[block] = {
+            "input_args": [self.leaf([BATCH, SEQ, HIDDEN])],
+            "input_kwargs": {},
+            "output": [self.leaf([BATCH, SEQ, HIDDEN])],
+        }
         for layer in range(layers):
             self.scale = 1.0 + layer / max(layers, 1)
             self.layer(layer)
@@ -200,9 +262,18 @@ class Generator:
         folder.mkdir(parents=True, exist_ok=True)
         options = orjson.OPT_INDENT_2
         (folder / "construct.json").write_bytes(orjson.dumps(self.construct, option=options))
-        dump = {"task": "statistics", "level": "mix", "framework": "pytorch", "dump_data_dir": None, "data": self.data}
+        dump = {
+            "task": "statistics",
+            "level": "mix",
+            "framework": "pytorch",
+            "dump_data_dir": None,
+            "data": self.data,
+        }
         (folder / "dump.json").write_bytes(orjson.dumps(dump, option=options))
-        grouped = {str(index): [names, list(frames)] for index, (frames, names) in enumerate(self.stacks.items())}
+        grouped = {
+            str(index): [names, list(frames)]
+            for index, (frames, names) in enumerate(self.stacks.items())
+        }
         (folder / "stack.json").write_bytes(orjson.dumps(grouped, option=options))
 
 
@@ -210,7 +281,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--layers", type=int, default=256)
-    size.add_argument("--records", type=int, help="approximate dump records per rank (sets --layers)")
+    size.add_argument(
+        "--records", type=int, help="approximate dump records per rank (sets --layers)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="dump root: writes step0/rank<r>/")
     parser.add_argument("--variant", choices=("golden", "target"), default="golden")
     parser.add_argument("--ranks", type=int, default=1)
@@ -222,7 +295,9 @@ def main() -> None:
         generator = Generator(args.variant, args.seed + rank, error_layer=layers // 2)
         generator.model(layers)
         generator.write(args.out / "step0" / f"rank{rank}")
-        print(f"rank {rank}: {len(generator.construct)} construct entries, {len(generator.data)} records")
+        print(
+            f"rank {rank}: {len(generator.construct)} construct entries, {len(generator.data)} records"
+        )
     print(f"wrote {args.out} in {time.perf_counter() - started:.1f}s")
 
 

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -265,10 +265,8 @@ def _dump_bytes(tasks: list[Task]) -> int:
     for task in tasks:
         for rank_dir in (task.target, task.golden):
             if rank_dir is not None:
-                try:
+                with suppress(OSError):  # a missing file is reported when the task reads it
                     total += rank_dir.file("dump.json").stat().st_size
-                except OSError:
-                    pass  # reported when the task reads it
     return total
 
 
