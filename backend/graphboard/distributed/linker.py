@@ -18,7 +18,7 @@ from graphboard.distributed.model import CommNode, LinkSummary
 from graphboard.distributed.p2p import link_p2p
 from graphboard.distributed.tables import build_tables
 from graphboard.store.links import write_links
-from graphboard.topology import build_topologies, topology_counts, topology_rows
+from graphboard.topology import build_topologies, topology_tables
 
 
 def dumped_ranks(
@@ -105,14 +105,14 @@ def _link(
     clock.stage("collectives")
     tables, traffic, counter = build_tables(calls, ctx, overflow_check)
     clock.stage("rows")
-    graphs = build_topologies(traffic.transfers(), present)
-    tables.edges, tables.ranks = topology_rows(graphs, present)
+    topologies = build_topologies(traffic.pairs, traffic.blocks, present)
+    tables.edges, tables.ranks, topology = topology_tables(topologies)
     clock.stage("topology")
     write_links(conn, tables)
     clock.stage("write")
 
     counts = counter.as_dict(len(calls), tables)
-    counts["topology"] = topology_counts(graphs, present)
+    counts["topology"] = topology
     counts["seconds"] = clock.seconds()
     return LinkSummary(warnings=ctx.warnings.all(), counts=counts)
 

@@ -37,55 +37,44 @@ from graphboard.store.links import (
     PairRow,
     node_id,
 )
-from graphboard.topology import Transfer
+from graphboard.topology import Block, Transfer
 
 NOT_LINKED = unknown("not linked")
-UNKNOWN = Consistency.UNKNOWN
+UNKNOWN = Consistency.UNKNOWN.value
 
 
 class Traffic:
-    """Transfers by (side, step, source, target, API, verdict, linked), the topology's input.
+    """What the topology is built from: pairwise transfers, and blocks that stand for every
+    pair of a many↔many call's members (or of its members and its missing members).
 
-    Each many↔many call adds one count to its (group, API, default verdict) and one to its
-    (group, API, missing members); ``transfers`` expands those into rank pairs once each.
+    Each many↔many call adds one count to its (members, API, default verdict) block, and its
+    exceptions correct single pairs; the topology expands each distinct block once.
     """
 
     def __init__(self) -> None:
-        self.counts: Counter[Transfer] = Counter()
-        self.groups: Counter[tuple[str, int, str, tuple[int, ...], str]] = Counter()
-        self.missing: Counter[tuple[str, int, str, tuple[int, ...], tuple[int, ...]]] = Counter()
+        self.pairs: Counter[Transfer] = Counter()
+        self.blocks: Counter[Block] = Counter()
 
     def add_link(self, link: Link) -> None:
-        status = link.verdict.status
+        status = STATUS_TEXT[link.verdict.status]
         source, target, api, linked = link.source.rank, link.target.rank, link.api, link.linked
-        self.counts[(link.side, link.step, source, target, api, status, linked)] += 1
+        self.pairs[(link.side, link.step, source, target, api, status, linked)] += 1
 
     def add_call(self, call: GroupCall) -> None:
         instance = call.instance
-        side, step, api = instance.side, instance.step, instance.api
+        side, step, api, present = instance.side, instance.step, instance.api, call.present
         if call.default is not None:
-            default = call.default.status
-            self.groups[(side, step, api, call.present, default)] += 1
+            default = STATUS_TEXT[call.default.status]
+            self.blocks[(side, step, api, default, True, present, present)] += 1
             for (a, b), verdict in call.exceptions.items():
+                status = STATUS_TEXT[verdict.status]
                 for source, target in ((a, b), (b, a)):
-                    self.counts[(side, step, source, target, api, default, True)] -= 1
-                    self.counts[(side, step, source, target, api, verdict.status, True)] += 1
-        if call.absent:
-            self.missing[(side, step, api, call.present, tuple(call.absent))] += 1
-
-    def transfers(self) -> Counter[Transfer]:
-        counts = self.counts
-        for (side, step, api, present, status), calls in self.groups.items():
-            for source in present:
-                for target in present:
-                    if source != target:
-                        counts[(side, step, source, target, api, status, True)] += calls
-        for (side, step, api, present, absent), calls in self.missing.items():
-            for rank in present:
-                for other in absent:  # a many↔many link goes both ways
-                    counts[(side, step, rank, other, api, UNKNOWN, False)] += calls
-                    counts[(side, step, other, rank, api, UNKNOWN, False)] += calls
-        return +counts  # drops the pairs whose default count an exception took entirely
+                    self.pairs[(side, step, source, target, api, default, True)] -= 1
+                    self.pairs[(side, step, source, target, api, status, True)] += 1
+        if call.absent:  # a many↔many link goes both ways
+            absent = tuple(call.absent)
+            self.blocks[(side, step, api, UNKNOWN, False, present, absent)] += 1
+            self.blocks[(side, step, api, UNKNOWN, False, absent, present)] += 1
 
 
 class Counts:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 LINK_TABLES = """
 CREATE TABLE IF NOT EXISTS gb_comm_calls (
@@ -186,28 +185,12 @@ CommNodeRow = tuple[str, int, int, str, str, str, str, int, int, str, str | None
 COMM_NODE_LINKED, COMM_NODE_VERDICT = 7, 9  # positions of linked_peers and verdict
 
 
-class EdgeRow(NamedTuple):
-    data_source: str
-    step: int
-    src_rank: int
-    dst_rank: int
-    ops: int
-    mismatches: int
-    unknown: int
-    unlinked: int
-    apis: str
-    status: str
-
-
-class RankRow(NamedTuple):
-    data_source: str
-    step: int
-    rank: int
-    in_dump: int
-    out_ops: int
-    in_ops: int
-    peers: int
-    component: int
+# One gb_topology row: (data_source, step, src_rank, dst_rank, ops, mismatches, unknown,
+# unlinked, apis, status); a plain tuple, as a world group has a million of them.
+EdgeRow = tuple[str, int, int, int, int, int, int, int, str, str]
+# One gb_topology_ranks row: (data_source, step, rank, in_dump, out_ops, in_ops, peers,
+# component).
+RankRow = tuple[str, int, int, int, int, int, int, int]
 
 
 # (matched_distributed: msprobe's JSON, node id: tb_nodes.id) for the annotation UPDATE
