@@ -3,6 +3,11 @@
 Each (step, rank) task is built, matched, scored and written by one worker into a part file
 of its own; the parent merges the parts, links communication ops across ranks, indexes, and
 renames the finished file into place. A failure anywhere removes every temporary file.
+
+The stages are public so that a distributed runner (the service's Celery tasks) can run them
+on different machines: :func:`plan_build` (validate and list the tasks), :func:`process_task`
+(one task -> one part file) and :func:`finish_build` (merge, link, index, rename).
+:func:`run_build` is the three in one process.
 """
 
 from __future__ import annotations
@@ -278,12 +283,32 @@ def _workers(options: BuildOptions, tasks: list[Task]) -> int:
     return max(1, min(os.cpu_count() or 1, len(tasks), 8))
 
 
-def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> BuildResult:
-    """Build or compare and return where the finished .vis.db is."""
-    started_at = datetime.now()
-    started = time.perf_counter()
+@dataclass(slots=True)
+class BuildPlan:
+    """What a build will do, decided before any work: the (step, rank) tasks, in order.
+
+    Planning reads only folder listings (and the layer-mapping file), so it is cheap, can be
+    repeated in another process (a Celery task) with the same result, and is how a service
+    validates a dump before queueing it.
+    """
+
+    options: BuildOptions
+    tasks: list[Task]
+    warnings: list[str]
+    missing: dict[str, Any]
+    started_at: datetime = field(default_factory=datetime.now)
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def name(self) -> str:
+        return self.options.output_name or _default_name(self.options, self.started_at)
+
+
+def plan_build(options: BuildOptions) -> BuildPlan:
+    """Find and pair the dumps' step and rank folders; raise on anything that cannot build."""
     warnings: list[str] = []
     missing: dict[str, Any] = {}
+    started_at = datetime.now()
     target_layout = discover(options.target)
     golden_layout = discover(options.golden) if options.golden is not None else None
     warnings.extend(target_layout.warnings)
@@ -292,20 +317,51 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
     tasks = _pair_tasks(target_layout, golden_layout, warnings, missing)
     if isinstance(options.layer_mapping, Path):
         LayerMapping.load(options.layer_mapping)  # fail before any work on a bad mapping file
+    return BuildPlan(options, tasks, warnings, missing, started_at)
+
+
+def _ensure_output_dir(options: BuildOptions) -> None:
     try:
         options.output_dir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise StoreError(
             f"{options.output_dir}: cannot create the output folder: {error.strerror or error}"
         ) from None
-    name = options.output_name or _default_name(options, started_at)
-    temp = writer.temp_path_for(options.output_dir / name)
-    parts = [temp.with_name(f"{temp.name}.part{index}") for index in range(len(tasks))]
-    results: list[TaskResult] = []
-    conn = None
+
+
+def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> BuildResult:
+    """Build or compare and return where the finished .vis.db is."""
+    plan = plan_build(options)
+    _ensure_output_dir(options)
+    stem = writer.temp_path_for(options.output_dir / plan.name)
+    parts = [stem.with_name(f"{stem.name}.part{index}") for index in range(len(plan.tasks))]
     try:
-        progress(0.0, f"{len(tasks)} graph(s) to build")
-        results = _run_tasks(tasks, options, parts, progress)
+        progress(0.0, f"{len(plan.tasks)} graph(s) to build")
+        results = _run_tasks(plan.tasks, options, parts, progress)
+    except BaseException:
+        for part in parts:
+            part.unlink(missing_ok=True)
+        raise
+    return finish_build(plan, results, parts, progress)
+
+
+def finish_build(
+    plan: BuildPlan,
+    results: list[TaskResult],
+    parts: list[Path],
+    progress: ProgressCallback = silent,
+) -> BuildResult:
+    """Merge the tasks' part files (in task order) into one .vis.db, link communication ops
+    across ranks, index it and rename it into place. The parts are consumed; on failure they
+    and the temporary file are removed, so there is a complete file or none."""
+    options = plan.options
+    warnings = list(plan.warnings)
+    name = plan.name
+    conn = None
+    temp: Path | None = None
+    try:
+        _ensure_output_dir(options)
+        temp = writer.temp_path_for(options.output_dir / name)
         modes = {result.mode for result in results}
         if len(modes) > 1:
             raise CompareError(
@@ -325,8 +381,8 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
         warnings.extend(link_summary.warnings)
         for result in results:
             warnings.extend(result.warnings)
-        steps = sorted({task.step for task in tasks})
-        ranks = sorted({task.rank for task in tasks})
+        steps = sorted({task.step for task in plan.tasks})
+        ranks = sorted({task.rank for task in plan.tasks})
         config = writer.ConfigRow(
             graph_type="compare" if options.compare else "build",
             task=str(mode) if mode is not None else "",
@@ -349,7 +405,7 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
                 "schema": SCHEMA_NAME,
                 "schema_version": schema.SCHEMA_VERSION,
                 "graphboard_version": __version__,
-                "created_at": started_at.isoformat(timespec="seconds"),
+                "created_at": plan.started_at.isoformat(timespec="seconds"),
                 "command": options.command or sys.argv,
                 "inputs": {
                     "target": str(Path(options.target).resolve()),
@@ -370,7 +426,7 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
                 "data_mode": str(mode) if mode is not None else None,
                 "steps": steps,
                 "ranks": ranks,
-                "missing": missing,
+                "missing": plan.missing,
                 "match": match,
                 "links": link_summary.counts,
                 "warnings": warnings,
@@ -383,7 +439,7 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
     except BaseException:
         if conn is not None:
             conn.close()
-        for leftover in [temp, *parts]:
+        for leftover in [*([temp] if temp is not None else []), *parts]:
             leftover.unlink(missing_ok=True)
         raise
     progress(1.0, f"wrote {final}")
@@ -395,7 +451,7 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
         ranks=ranks,
         warnings=warnings,
         match=match,
-        seconds=time.perf_counter() - started,
+        seconds=time.perf_counter() - plan.started,
     )
 
 
