@@ -137,3 +137,29 @@ def test_group_order_is_kept_and_pairs_are_stored_by_rank(tmp_path: Path) -> Non
     # msprobe's nodes_info lists the peers in group order, as every member's own text does
     assert list(built.annotation(1, ALL_REDUCE)["nodes_info"]) == ["2", "0"]
     assert list(built.annotation(2, ALL_REDUCE)["nodes_info"]) == ["0", "1"]
+
+
+def test_a_world_group_is_a_block_per_call_and_a_clique_in_the_topology(tmp_path: Path) -> None:
+    """32 ranks, 3 all_reduce without a group (as gloo dumps them); rank 31 misses the third."""
+    dump = CommDump(tmp_path)
+    for rank in range(32):
+        for call in range(3 if rank < 31 else 2):
+            members = 32 if call < 2 else 31
+            total = tensor([members * value for value in (1.0, 2.0, 3.0, 4.0)])
+            dump.add(
+                rank,
+                f"Distributed.all_reduce.{call}.forward",
+                record([A], {"op": reduce_op()}, [total, reduce_op()]),
+            )
+    built = dump.build()
+
+    assert _count(built, "gb_comm_calls") == 3 and _count(built, "gb_links") == 0
+    edges = built.query(
+        "SELECT ops, unlinked, status, COUNT(*) FROM gb_topology GROUP BY 1, 2, 3 ORDER BY 4"
+    )
+    # 31 x 30 pairs saw three linked calls; the 2 x 31 with rank 31, two and one unlinked
+    assert edges == [(3, 1, "unlinked", 62), (3, 0, "ok", 930)]
+    assert built.query("SELECT DISTINCT peers, component FROM gb_topology_ranks") == [(31, 0)]
+    meta = built.meta_links()
+    assert meta["links"] == 2 * (32 * 31 // 2) + 31 * 30 // 2
+    assert meta["unlinked"] == 31 and meta["topology"]["edges"] == 32 * 31
