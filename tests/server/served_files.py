@@ -3,28 +3,14 @@ msprobe's own files, copied (never the read-only originals) into a data dir."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
+from fixture_cases import fixture_path as fixture_path  # re-exported for the server tests
+from fixture_cases import reference_db as reference_db
 
-def _root_conftest() -> ModuleType:
-    """tests/conftest.py's helpers. A nested conftest cannot ``from conftest import``: pytest
-    imports each conftest under that same module name."""
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("graphboard_tests_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_ROOT = _root_conftest()
 BuildFn = Callable[..., Path]
-fixture_path: Callable[..., Path] = _ROOT.fixture_path
-reference_db: Callable[..., Path] = _ROOT.reference_db
 
 # graph id -> (fixture case, build flags) for graphboard's own builds
 OUR_BUILDS: dict[str, tuple[str, dict[str, object]]] = {
