@@ -37,6 +37,38 @@ class Settings(BaseSettings):
     allow_matching: bool = Field(default=True, description="False: manual matching is refused")
     static_dir: Path | None = Field(default=None, description="served at /static when set")
     templates_dir: Path | None = Field(default=None, description="jinja2 page shells")
+    # --- uploads and background builds (the CI API) ---
+    broker_url: str | None = Field(
+        default=None,
+        description="Celery broker (redis://...): builds run on `graphboard worker` processes; "
+        "unset: on the server's own worker processes",
+    )
+    protect_reads: bool = Field(
+        default=False, description="the read API needs a bearer token too (uploads always do)"
+    )
+    job_workers: int = Field(
+        default=2, ge=1, le=64, description="builds at once on the server's own workers"
+    )
+    job_attempts: int = Field(
+        default=2,
+        ge=1,
+        description="runs of a job whose process died (a restart, a crash) before it is failed",
+    )
+    builds_folder: str = Field(
+        default="builds",
+        pattern=r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*$",
+        description="folder under the data dir where background builds write their .vis.db",
+    )
+    max_upload_bytes: int = Field(default=4 << 30, ge=1, description="largest upload body")
+    max_unpacked_bytes: int = Field(
+        default=32 << 30, ge=1, description="most bytes one upload may unpack to"
+    )
+    max_archive_files: int = Field(
+        default=200_000, ge=1, description="most files one upload may unpack"
+    )
+    keep_uploads: bool = Field(
+        default=False, description="keep unpacked uploads after their job ends"
+    )
 
     @property
     def data_root(self) -> Path:
@@ -58,6 +90,20 @@ class Settings(BaseSettings):
     def cache_dir(self) -> Path:
         """Sidecars derived for msprobe's files."""
         return self.state_root / "cache"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Unpacked uploads, one folder each (on the volume workers share)."""
+        return self.state_root / "uploads"
+
+    @property
+    def work_dir(self) -> Path:
+        """Part files of fanned-out builds, one folder per job."""
+        return self.state_root / "jobs"
+
+    @property
+    def builds_dir(self) -> Path:
+        return self.data_root / self.builds_folder
 
     @property
     def catalog_url(self) -> str:
