@@ -2,8 +2,9 @@
 
 ``graphboard.distributed`` decides what is linked and whether the data agrees; this module only
 holds the DDL, the compatible view and the writes (bound parameters, one transaction). Rows are
-plain tuples or NamedTuples so they bind straight to ``executemany``. The package docstring of
-``graphboard.distributed`` documents every column.
+plain tuples, in column order, so they bind straight to ``executemany`` and cost little to build
+by the hundred thousand. The package docstring of ``graphboard.distributed`` documents every
+column.
 
 Tables (keyed by msprobe's graph coordinates, so a reader joins them to ``tb_nodes`` and
 ``gb_nodes`` on (data_source, step, rank, node_name)):
