@@ -15,7 +15,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -56,13 +56,63 @@ CREATE TABLE IF NOT EXISTS gb_arrays (
 """
 
 
+class NameTable(Sequence[str]):
+    """Node names in node_order, decoded from the stored blob only as far as they are used.
+
+    Splitting a million names into strings takes a third of a second; a lookup by position
+    needs only the separator offsets, and most requests (children, node) never need more.
+    """
+
+    def __init__(self, blob: bytes) -> None:
+        self._blob = blob
+        self._ends: npt.NDArray[np.intp] | None = None
+        self._list: list[str] | None = None
+
+    def _separators(self) -> npt.NDArray[np.intp]:
+        if self._ends is None:
+            found = np.flatnonzero(np.frombuffer(self._blob, np.uint8) == 0)
+            self._ends = np.append(found, len(self._blob))
+        return self._ends
+
+    def __len__(self) -> int:
+        if self._list is not None:
+            return len(self._list)
+        return len(self._separators()) if self._blob else 0
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if self._list is not None or isinstance(index, slice):
+            return self.as_list()[index]
+        ends = self._separators()
+        position = range(len(ends))[index]  # bounds check and negative indexes
+        start = int(ends[position - 1]) + 1 if position else 0
+        return self._blob[start : int(ends[position])].decode("utf-8")
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, NameTable):
+            return self._blob == other._blob
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return self.as_list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def as_list(self) -> list[str]:
+        if self._list is None:
+            self._list = self._blob.decode("utf-8").split(NAME_SEPARATOR) if self._blob else []
+        return self._list
+
+
 @dataclass(slots=True)
 class GraphArrays:
-    names: list[str]
+    names: Sequence[str]
     columns: dict[str, npt.NDArray[Any]]
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.columns["parent"])
 
     def __getitem__(self, column: str) -> npt.NDArray[Any]:
         return self.columns[column]
@@ -173,21 +223,32 @@ def write(
     )
 
 
-def read(conn: sqlite3.Connection, graph_id: str) -> GraphArrays | None:
-    """The stored arrays of one graph, or None (a file msprobe wrote: use ``derive``)."""
+def read(conn: sqlite3.Connection, graph_id: str, with_names: bool = True) -> GraphArrays | None:
+    """The stored arrays of one graph, or None (a file msprobe wrote: use ``derive``).
+
+    Without ``with_names`` the (largest) names blob is left in the file: ``read_names``.
+    """
+    query = "SELECT name, dtype, data FROM gb_arrays WHERE graph_id = ?"
+    if not with_names:
+        query += " AND name != 'names'"
     try:
-        rows = conn.execute(
-            "SELECT name, dtype, data FROM gb_arrays WHERE graph_id = ?", (graph_id,)
-        ).fetchall()
+        rows = conn.execute(query, (graph_id,)).fetchall()
     except sqlite3.OperationalError:
         return None
     if not rows:
         return None
-    names: list[str] = []
+    names: Sequence[str] = ()
     columns: dict[str, npt.NDArray[Any]] = {}
     for name, dtype, data in rows:
         if name == "names":
-            names = data.decode("utf-8").split(NAME_SEPARATOR) if data else []
+            names = NameTable(bytes(data))
         else:
             columns[name] = np.frombuffer(data, dtype=dtype)
     return GraphArrays(names, columns)
+
+
+def read_names(conn: sqlite3.Connection, graph_id: str) -> NameTable:
+    row = conn.execute(
+        "SELECT data FROM gb_arrays WHERE graph_id = ? AND name = 'names'", (graph_id,)
+    ).fetchone()
+    return NameTable(bytes(row[0]) if row is not None else b"")

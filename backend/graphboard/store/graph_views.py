@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from graphboard.store.arrays import NameTable
 from graphboard.store.name_index import NameIndex
 
 _CHANGE_COUNTER = slice(24, 28)  # SQLite header: bumped by every commit in rollback mode
@@ -72,18 +73,32 @@ def file_identity(path: Path) -> FileIdentity:
 @dataclass(slots=True, eq=False)
 class GraphView:
     key: GraphKey
-    names: list[str]  # by node_order
+    load_names: Callable[[], Sequence[str]]  # names by node_order, read on first use
     columns: dict[str, npt.NDArray[Any]]  # arrays.COLUMNS, by node_order
     compared: bool
     precision: dict[int, float | None] = field(default_factory=dict)  # changed since the build
     manual: frozenset[int] = frozenset()  # node orders a user (un)paired
     base_level: dict[int, int] = field(default_factory=dict)  # level before the change
+    _names: Sequence[str] | None = None
     _exec_perm: npt.NDArray[Any] | None = None
     _name_index: NameIndex | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def __len__(self) -> int:
-        return len(self.names)
+        return len(self.columns["parent"])
+
+    @property
+    def names_loaded(self) -> bool:
+        return self._names is not None
+
+    @property
+    def names(self) -> Sequence[str]:
+        """Node names by node_order. Loaded lazily: a children page never needs them all."""
+        if self._names is None:
+            with self._lock:
+                if self._names is None:
+                    self._names = self.load_names()
+        return self._names
 
     @property
     def exec_perm(self) -> npt.NDArray[Any]:
@@ -91,8 +106,8 @@ class GraphView:
         if self._exec_perm is None:
             with self._lock:
                 if self._exec_perm is None:
-                    perm = np.empty(len(self.names), np.int32)
-                    perm[self.columns["exec_order"]] = np.arange(len(self.names), dtype=np.int32)
+                    perm = np.empty(len(self), np.int32)
+                    perm[self.columns["exec_order"]] = np.arange(len(self), dtype=np.int32)
                     self._exec_perm = perm
         return self._exec_perm
 
@@ -103,6 +118,8 @@ class GraphView:
             with self._lock:
                 if self._name_index is None:
                     names = self.names
+                    if isinstance(names, NameTable):
+                        names = names.as_list()
                     self._name_index = NameIndex([names[order] for order in perm])
         return self._name_index
 

@@ -450,12 +450,23 @@ class VisDb:
         return VIEWS.get((self.identity, key), lambda: self._load_view(key))
 
     def _load_view(self, key: GraphKey) -> GraphView:
-        stored = arrays.read(self._gb_conn(), key.graph_id)
+        stored = arrays.read(self._gb_conn(), key.graph_id, with_names=False)
         if stored is None:
             raise StoreError(
                 f"{self.path.name}: no graph {key.side} step {key.step} rank {key.rank}"
             )
-        view = GraphView(key, stored.names, dict(stored.columns), self.config().compare)
+        # The view outlives this request's connection: names come later through their own.
+        names_file = self.path if self.source is Source.GRAPHBOARD else self.sidecar_path
+        assert names_file is not None
+
+        def load_names() -> arrays.NameTable:
+            conn = sidecar.connect_sidecar(names_file)
+            try:
+                return arrays.read_names(conn, key.graph_id)
+            finally:
+                conn.close()
+
+        view = GraphView(key, load_names, dict(stored.columns), self.config().compare)
         changes = self._changes(key)
         if changes:
             self._apply(view, changes)
@@ -559,9 +570,42 @@ class VisDb:
             other_key = GraphKey("Bench" if key.side == "NPU" else "NPU", key.step, key.rank)
             if self.has_graph(other_key):
                 other = self.view(other_key)
-        return [self._summary(view, other, row) for row in rows]
+        orders = [int(row[3]) for row in rows]
+        worst = self._names_at(view, [int(view.columns["worst_node"][order]) for order in orders])
+        counterparts: dict[int, str] = {}
+        if other is not None:
+            wanted = [int(view.columns["counterpart"][order]) for order in orders]
+            counterparts = self._names_at(other, [order for order in wanted if order < len(other)])
+        return [self._summary(view, row, worst, counterparts) for row in rows]
 
-    def _summary(self, view: GraphView, other: GraphView | None, row: Sequence[Any]) -> NodeSummary:
+    def _names_at(self, view: GraphView, orders: Sequence[int]) -> dict[int, str]:
+        """Names of a few nodes by node_order, without loading every name of a big graph."""
+        wanted = sorted({order for order in orders if order >= 0})
+        if not wanted:
+            return {}
+        if view.names_loaded or len(wanted) > 2000:
+            names = view.names
+            return {order: names[order] for order in wanted}
+        key = view.key
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), 500):  # stay under SQLite's bound-parameter limit
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for order, name in self.conn.execute(
+                "SELECT node_order, node_name FROM tb_nodes WHERE step = ? AND rank = ? "
+                f"AND data_source = ? AND node_order IN ({marks})",
+                (key.step, key.rank, key.side, *chunk),
+            ):
+                found[int(order)] = str(name)
+        return found
+
+    def _summary(
+        self,
+        view: GraphView,
+        row: Sequence[Any],
+        worst: dict[int, str],
+        counterparts: dict[int, str],
+    ) -> NodeSummary:
         name, parent, node_type, order, micro_step, precision, overflow, modified = row
         columns = view.columns
         order = int(order)
@@ -583,13 +627,9 @@ class VisDb:
             level=_level_name(int(columns["level"][order])),
             overflow=str(overflow) if overflow else None,
             matched=None if matched < 0 else bool(matched),
-            counterpart=(
-                other.names[counterpart_order]
-                if other is not None and 0 <= counterpart_order < len(other.names)
-                else None
-            ),
+            counterpart=counterparts.get(counterpart_order),
             worst_level=_level_name(int(columns["worst_level"][order])),
-            worst_node=view.names[worst_node] if worst_node >= 0 else None,
+            worst_node=worst.get(worst_node),
             error_leaves=int(columns["error_leaves"][order]),
             warning_leaves=int(columns["warning_leaves"][order]),
             unmatched_leaves=int(columns["unmatched_leaves"][order]),
