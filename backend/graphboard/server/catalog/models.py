@@ -104,6 +104,7 @@ class Job(Base):
     fuzzy_match: Mapped[bool] = mapped_column(Boolean, default=False)
     overflow_check: Mapped[bool] = mapped_column(Boolean, default=False)
     runner: Mapped[str] = mapped_column(String(16))  # local | celery
+    owner: Mapped[str | None] = mapped_column(String(200))  # who claimed it: a Celery task id...
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     parts_total: Mapped[int] = mapped_column(Integer, default=0)  # fanned-out (step, rank) tasks
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)

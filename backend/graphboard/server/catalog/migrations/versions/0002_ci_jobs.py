@@ -63,6 +63,7 @@ def upgrade() -> None:
         sa.Column("fuzzy_match", sa.Boolean(), nullable=False),
         sa.Column("overflow_check", sa.Boolean(), nullable=False),
         sa.Column("runner", sa.String(length=16), nullable=False),
+        sa.Column("owner", sa.String(length=200), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("parts_total", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
