@@ -21,12 +21,20 @@ class ApiError(Exception):
     status = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.details = details
+        self.headers = headers
 
 
 class NotFound(ApiError):
@@ -49,6 +57,21 @@ class Forbidden(ApiError):
     code = "forbidden"
 
 
+class Unauthorized(ApiError):
+    """No bearer token, or one the catalog does not know (RFC 6750: a challenge goes back)."""
+
+    status = 401
+    code = "unauthorized"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message, code=code, headers={"WWW-Authenticate": "Bearer"})
+
+
+class PayloadTooLarge(ApiError):
+    status = 413
+    code = "too_large"
+
+
 class UnreadableFile(ApiError):
     """The file exists but is not a .vis.db this service can read."""
 
@@ -60,9 +83,17 @@ def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": {"code": code, "message": message, "details": details}}
 
 
-def _respond(status: int, code: str, message: str, details: Any = None) -> JSONResponse:
+def _respond(
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
     return JSONResponse(
-        status_code=status, content=jsonable_encoder(error_body(code, message, details))
+        status_code=status,
+        content=jsonable_encoder(error_body(code, message, details)),
+        headers=headers,
     )
 
 
@@ -79,7 +110,7 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, error: ApiError) -> JSONResponse:
-        return _respond(error.status, error.code, error.message, error.details)
+        return _respond(error.status, error.code, error.message, error.details, error.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
