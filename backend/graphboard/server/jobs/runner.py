@@ -1,0 +1,40 @@
+"""Which runner executes jobs: the server's own worker processes, or Celery workers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Protocol
+
+from fastapi import Depends, Request
+
+from graphboard.server.catalog import Catalog
+from graphboard.server.settings import Settings
+
+
+class Runner(Protocol):
+    name: str
+
+    def start(self) -> None:
+        """Pick up what a previous server left unfinished."""
+
+    def submit(self, job_id: str) -> None:
+        """Have a queued job built; returns at once."""
+
+    def stop(self) -> None: ...
+
+
+def make_runner(settings: Settings, catalog: Catalog) -> Runner:
+    if settings.broker_url:
+        from graphboard.server.jobs.celery_app import CeleryRunner
+
+        return CeleryRunner(settings, catalog)
+    from graphboard.server.jobs.local import LocalRunner
+
+    return LocalRunner(settings, catalog)
+
+
+def get_runner(request: Request) -> Runner:
+    runner: Runner = request.app.state.runner
+    return runner
+
+
+RunnerDep = Annotated[Runner, Depends(get_runner)]

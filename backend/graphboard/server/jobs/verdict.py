@@ -1,0 +1,155 @@
+"""A finished build's verdict, from the read API's own reader: counts per precision level
+and overflow level over the target side's graphs (every step and rank), and the first node
+that introduces an error, with its worst metric and the viewer URL that opens it."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+from urllib.parse import urlencode
+
+from graphboard.server import present
+from graphboard.server.jobs import schemas
+from graphboard.server.schemas import LevelName
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+
+TARGET, GOLDEN = "NPU", "Bench"
+OVERFLOWS = ("medium", "high", "critical")
+# Error-like metrics, where bigger is worse (the viewer's "worst cell" uses the same rule;
+# cosine similarity runs the other way and never counts).
+_WORST_HINTS = ("relativeerr", "abserr", "diff", "eucdist", "err_ratio", "err ratio")
+
+
+def viewer_url(graph: str, key: GraphKey | None = None, node: str | None = None) -> str:
+    """The viewer's address (relative to the server) for a file, or a node in it."""
+    query: dict[str, Any] = {"graph": graph}
+    if key is not None and node is not None:
+        query.update(step=key.step, rank=key.rank, node=node)
+        if key.side != TARGET:
+            query["side"] = key.side
+    return "/?" + urlencode(query)
+
+
+def _number(shown: Any) -> float | None:
+    if isinstance(shown, bool):
+        return None
+    if isinstance(shown, int | float):
+        return float(shown)
+    if not isinstance(shown, str):
+        return None
+    text = shown.strip().removesuffix("%")
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+_SEVERITY = {"error": 3, "warning": 2, "pass": 1}
+
+
+def _largest_metric(comparison: dict[str, Any]) -> tuple[tuple[int, float], str, Any] | None:
+    """The row's largest error-like metric: relative errors rank before absolute ones (they
+    compare across magnitudes), NaN and infinity before any finite value."""
+    best: tuple[tuple[int, float], str, Any] | None = None
+    for metric, shown in comparison.items():
+        if not any(hint in metric.lower() for hint in _WORST_HINTS):
+            continue
+        value = _number(shown)
+        if value is None or value == 0:
+            continue
+        magnitude = math.inf if math.isnan(value) else abs(value)
+        score = (1 if "relative" in metric.lower() else 0, magnitude)
+        if best is None or score > best[0]:
+            best = (score, metric, shown)
+    return best
+
+
+def worst_metric(db: VisDb, key: GraphKey, summary: NodeSummary) -> schemas.WorstMetricOut | None:
+    """The node's worst parameter row: the most severe result first (an error row may have
+    no numeric metric at all, e.g. differing scalar arguments), then the largest metric."""
+    target = db.node(key, summary.name)
+    if target is None:
+        return None
+    golden_key = GraphKey(GOLDEN, key.step, key.rank)
+    golden = None
+    if summary.counterpart and db.has_graph(golden_key):
+        golden = db.node(golden_key, summary.counterpart)
+    best: tuple[tuple[int, int, float], schemas.WorstMetricOut] | None = None
+    for row in present.paired_rows(target, golden):
+        largest = _largest_metric(row.comparison)
+        severity = _SEVERITY.get((row.result or "").lower(), 0)
+        if largest is None and severity < 2:
+            continue
+        (relative, magnitude), metric, shown = largest if largest else ((0, 0.0), None, None)
+        score = (severity, relative, magnitude)
+        if best is None or score > best[0]:
+            value = _number(shown) if shown is not None else None
+            best = (
+                score,
+                schemas.WorstMetricOut(
+                    parameter=row.key,
+                    result=row.result,
+                    metric=metric,
+                    value=value if value is not None and math.isfinite(value) else None,
+                    shown=str(shown) if shown is not None else None,
+                    message=row.messages[0] if row.messages else None,
+                ),
+            )
+    return best[1] if best is not None else None
+
+
+def _first_error(db: VisDb, keys: list[GraphKey]) -> tuple[GraphKey, NodeSummary] | None:
+    """The first (step, rank) whose graph introduces an error; failing that, a warning."""
+    found: list[tuple[GraphKey, NodeSummary]] = []
+    for key in keys:
+        summary = db.first_error(key)
+        if summary is not None:
+            if summary.introduced == "error":
+                return key, summary
+            found.append((key, summary))
+    return found[0] if found else None
+
+
+def verdict(db: VisDb, job_id: str, graph: str) -> schemas.VerdictOut:
+    config = db.config()
+    targets = [stats for stats in db.graphs() if stats.side == TARGET]
+    keys = [GraphKey(TARGET, stats.step, stats.rank) for stats in targets]
+    overflow = dict.fromkeys(OVERFLOWS, 0)
+    for key in keys:
+        counted = db.filter(key, overflows=list(OVERFLOWS), limit=1).counts
+        for name in OVERFLOWS:
+            overflow[name] += counted.get(name, 0)
+    first = _first_error(db, keys)
+    first_out = None
+    url = viewer_url(graph)
+    if first is not None:
+        key, summary = first
+        first_out = schemas.FirstErrorOut(
+            name=summary.name,
+            side=key.side,
+            step=key.step,
+            rank=key.rank,
+            level=cast(LevelName, summary.introduced or summary.level or "error"),
+            precision_index=summary.precision_index,
+            worst_metric=worst_metric(db, key, summary),
+        )
+        url = viewer_url(graph, key, summary.name)
+    return schemas.VerdictOut(
+        job_id=job_id,
+        graph=graph,
+        graph_type=config.graph_type,
+        data_mode=config.data_mode,
+        steps=config.steps,
+        ranks=config.ranks,
+        counts=schemas.CountsOut.model_validate(
+            {
+                "pass": sum(stats.pass_count or 0 for stats in targets),
+                "warning": sum(stats.warning_count or 0 for stats in targets),
+                "error": sum(stats.error_count or 0 for stats in targets),
+                "unmatched": sum(stats.unmatched or 0 for stats in targets),
+            }
+        ),
+        overflow=schemas.OverflowOut(**overflow),
+        first_error=first_out,
+        url=url,
+    )

@@ -1,0 +1,108 @@
+"""Jobs: start one on folders under the data dir, follow it, read its verdict."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi import Path as PathParam
+
+from graphboard.errors import GraphboardError
+from graphboard.server.auth import TokenDep
+from graphboard.server.deps import CatalogDep, CatalogSession, SettingsDep
+from graphboard.server.errors import Conflict, NotFound, UnreadableFile
+from graphboard.server.jobs import records
+from graphboard.server.jobs.folders import create_folder_job
+from graphboard.server.jobs.present import job_out
+from graphboard.server.jobs.runner import RunnerDep
+from graphboard.server.jobs.schemas import (
+    AUTH_ERRORS,
+    JOB_ERRORS,
+    UPLOAD_ERRORS,
+    JobCreated,
+    JobListOut,
+    JobOut,
+    JobRequest,
+    VerdictOut,
+)
+from graphboard.server.jobs.verdict import verdict
+from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
+from graphboard.store.reader import open_vis_db
+
+router = APIRouter(prefix="/api/jobs", tags=["jobs"])
+
+JobId = Annotated[str, PathParam(pattern=r"^[0-9a-f]{32}$", description="from POST /api/uploads")]
+
+
+@router.get("", response_model=JobListOut, responses=AUTH_ERRORS, summary="Recent jobs")
+def list_jobs(
+    _token: TokenDep,
+    session: CatalogSession,
+    settings: SettingsDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+) -> JobListOut:
+    return JobListOut(
+        jobs=[job_out(session, settings, job) for job in records.recent(session, limit)]
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=JobCreated,
+    responses=UPLOAD_ERRORS,
+    summary="Build dump folders under the data dir",
+)
+def create_job(
+    request: JobRequest,
+    token: TokenDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    runner: RunnerDep,
+) -> JobCreated:
+    """Folders as ``/api/dumps`` lists them; checked as uploads are, then queued."""
+    job_id = create_folder_job(settings, catalog, runner.name, request, token)
+    runner.submit(job_id)
+    return JobCreated(job_id=job_id, status="queued", status_url=f"/api/jobs/{job_id}")
+
+
+@router.get("/{job_id}", response_model=JobOut, responses=JOB_ERRORS, summary="A job's state")
+def get_job(
+    job_id: JobId, _token: TokenDep, session: CatalogSession, settings: SettingsDep
+) -> JobOut:
+    job = records.get(session, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}", code="unknown_job")
+    return job_out(session, settings, job)
+
+
+@router.get(
+    "/{job_id}/verdict",
+    response_model=VerdictOut,
+    responses=JOB_ERRORS,
+    summary="A finished job's verdict",
+)
+def get_verdict(
+    job_id: JobId, _token: TokenDep, session: CatalogSession, settings: SettingsDep
+) -> VerdictOut:
+    """Nodes per verdict and overflow level over the target side (all steps and ranks),
+    the first node that introduces an error, and the viewer URL that opens it."""
+    job = records.get(session, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}", code="unknown_job")
+    if job.status == records.FAILED:
+        raise Conflict(f"the job failed: {job.error}", code="job_failed")
+    if job.status != records.DONE or job.graph_id is None:
+        raise Conflict(f"the job is {job.status}: no verdict yet", code="job_not_done")
+    try:
+        path = resolve_graph(settings.data_root, job.graph_id)
+    except (InvalidGraphId, UnknownGraph):
+        raise NotFound(
+            f"the job's result {job.graph_id!r} is no longer under the data dir",
+            code="unknown_graph",
+        ) from None
+    try:
+        with open_vis_db(path, settings.cache_dir) as db:
+            return verdict(db, job.id, job.graph_id)
+    except GraphboardError as error:
+        raise UnreadableFile(str(error)) from None

@@ -1,0 +1,1 @@
+"""Receiving dumps over HTTP: streamed multipart bodies, safe unpacking, validation."""
