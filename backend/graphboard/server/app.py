@@ -12,15 +12,17 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from graphboard import __version__
 from graphboard.errors import GraphboardError
+from graphboard.server.auth import read_access
 from graphboard.server.catalog import Catalog
 from graphboard.server.errors import install_error_handlers
-from graphboard.server.routes import API_ROUTERS, pages
+from graphboard.server.jobs.runner import Runner, make_runner
+from graphboard.server.routes import API_ROUTERS, CI_ROUTERS, pages
 from graphboard.server.security import SecurityHeaders
 from graphboard.server.settings import Settings
 from graphboard.store.graph_views import VIEWS
@@ -35,8 +37,13 @@ def mount_static(app: FastAPI, url_path: str, directory: Path, name: str = "stat
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     catalog: Catalog = app.state.catalog
     catalog.migrate()  # the schema is current before the first request
-    yield
-    catalog.dispose()
+    runner: Runner = app.state.runner
+    runner.start()  # after the migrations: it queues again what a previous run left
+    try:
+        yield
+    finally:
+        runner.stop()
+        catalog.dispose()
 
 
 def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter] = ()) -> FastAPI:
@@ -53,10 +60,13 @@ def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter]
     )
     app.state.settings = settings
     app.state.catalog = Catalog(settings.catalog_url)
+    app.state.runner = make_runner(settings, app.state.catalog)
     VIEWS.max_nodes = settings.view_cache_nodes
     app.add_middleware(SecurityHeaders)
     install_error_handlers(app)
-    for router in (*API_ROUTERS, *routers):
+    for router in API_ROUTERS:  # reads: token-protected only when settings.protect_reads
+        app.include_router(router, dependencies=[Depends(read_access)])
+    for router in (*CI_ROUTERS, *routers):
         app.include_router(router)
     app.include_router(pages.router)  # the viewer's page, its modules and plotly.js
     if settings.static_dir is not None:

@@ -3,7 +3,16 @@ its router here (or passes it to ``create_app(routers=...)``)."""
 
 from fastapi import APIRouter
 
-from graphboard.server.routes import graphs, matches, nodes, search
+from graphboard.server.routes import (
+    build_page,
+    dumps,
+    graphs,
+    jobs,
+    matches,
+    nodes,
+    search,
+    uploads,
+)
 
 API_ROUTERS: tuple[APIRouter, ...] = (
     nodes.router,
@@ -11,3 +20,5 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     matches.router,
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
+# Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).
+CI_ROUTERS: tuple[APIRouter, ...] = (uploads.router, jobs.router, dumps.router, build_page.router)
