@@ -1,0 +1,162 @@
+"""``graphboard ci-check``: upload dumps, wait for the build, judge the verdict.
+
+Exit codes: 0 the errors are within ``--max-errors``; 1 they are not; 2 no verdict (the
+build failed, the server refused the upload or the token, it could not be reached, or the
+job did not finish within ``--timeout``). Every failure is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from graphboard.ci.client import CiError, Client
+from graphboard.ci.pack import PackError, pack
+from graphboard.ci.report import verdict_lines
+
+PASSED, TOO_MANY_ERRORS, NO_VERDICT = 0, 1, 2
+FIRST_POLL, MAX_POLL = 0.5, 5.0
+TOKEN_ENV = "GRAPHBOARD_TOKEN"
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "ci-check",
+        help="upload dumps to a graphboard server, build them there and check the verdict",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("--server", required=True, help="the server's URL (http://host:8000)")
+    parser.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"bearer token from `graphboard token create` (default: ${TOKEN_ENV})",
+    )
+    parser.add_argument("--target", required=True, type=Path, help="target dump folder")
+    parser.add_argument("--golden", type=Path, help="golden dump folder: compare against it")
+    parser.add_argument(
+        "--max-errors",
+        type=int,
+        default=0,
+        help="fail (exit 1) when the target has more error nodes than this (default 0)",
+    )
+    parser.add_argument("--fuzzy-match", action="store_true", help="as graph_build -fm")
+    parser.add_argument("--overflow-check", action="store_true", help="as graph_build -oc")
+    parser.add_argument("--layer-mapping", type=Path, help="as graph_build -lm FILE")
+    parser.add_argument(
+        "--timeout", type=float, default=3600.0, help="seconds to wait for the build (3600)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    parser.set_defaults(run=run)
+
+
+def _say(args: argparse.Namespace, text: str) -> None:
+    if not args.quiet:
+        print(f"ci-check: {text}", file=sys.stderr, flush=True)
+
+
+def _check_inputs(args: argparse.Namespace) -> None:
+    if not args.token:
+        raise CiError(f"no token: pass --token or set {TOKEN_ENV}")
+    for flag, folder in (("--target", args.target), ("--golden", args.golden)):
+        if folder is not None and not folder.is_dir():
+            raise CiError(f"{flag} {folder}: no such folder")
+    if args.layer_mapping is not None and not args.layer_mapping.is_file():
+        raise CiError(f"--layer-mapping {args.layer_mapping}: no such file")
+    if args.golden is None and (args.fuzzy_match or args.layer_mapping is not None):
+        raise CiError("--fuzzy-match and --layer-mapping need --golden")
+    if args.max_errors < 0:
+        raise CiError("--max-errors must be 0 or more")
+
+
+def wait_for(
+    client: Client,
+    job_id: str,
+    timeout: float,
+    on_progress: Callable[[dict[str, Any]], None],
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[str, Any]:
+    """Poll the job until it ends, every 0.5 s at first and backing off to 5 s."""
+    deadline = clock() + timeout
+    delay = FIRST_POLL
+    while True:
+        job = client.job(job_id)
+        on_progress(job)
+        if job["status"] in ("done", "failed"):
+            return job
+        if clock() + delay > deadline:
+            raise CiError(
+                f"job {job_id} did not finish within {timeout:g}s "
+                f"(still {job['status']} at {job['progress']}%)"
+            )
+        sleep(delay)
+        delay = min(MAX_POLL, delay * 1.5)
+
+
+def _upload(args: argparse.Namespace, client: Client) -> str:
+    with tempfile.TemporaryDirectory(prefix="graphboard-ci-") as scratch:
+        archives: dict[str, Path] = {}
+        for side, folder in (("target", args.target), ("golden", args.golden)):
+            if folder is None:
+                continue
+            archive = Path(scratch) / f"{side}.tar.gz"
+            size = pack(folder, archive)
+            _say(args, f"packed {folder} ({size / 1e6:.1f} MB)")
+            archives[side] = archive
+        created = client.upload(
+            archives["target"],
+            archives.get("golden"),
+            args.layer_mapping,
+            fuzzy_match=args.fuzzy_match,
+            overflow_check=args.overflow_check,
+        )
+    job_id = str(created["job_id"])
+    _say(args, f"uploaded; job {job_id}")
+    return job_id
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        _check_inputs(args)
+        with Client(args.server, args.token) as client:
+            client.check_token()
+            job_id = _upload(args, client)
+            shown = {"progress": -1}
+
+            def progress(job: dict[str, Any]) -> None:
+                if job["progress"] != shown["progress"] and job["status"] != "failed":
+                    shown["progress"] = job["progress"]
+                    _say(args, f"{job['status']} {job['progress']}% {job.get('message') or ''}")
+
+            job = wait_for(client, job_id, args.timeout, progress)
+            if job["status"] == "failed":
+                raise CiError(f"the build failed: {job.get('error') or 'no reason given'}")
+            verdict = client.verdict(job_id)
+    except (CiError, PackError) as error:
+        print(f"ci-check: error: {error}", file=sys.stderr)
+        return NO_VERDICT
+    except (KeyError, TypeError, ValueError) as error:  # a server answering something else
+        print(f"ci-check: error: unexpected answer from {args.server}: {error!r}", file=sys.stderr)
+        return NO_VERDICT
+    errors = int(verdict["counts"]["error"])
+    passed = errors <= args.max_errors
+    if args.json:
+        report = {
+            "passed": passed,
+            "max_errors": args.max_errors,
+            "url": args.server.rstrip("/") + verdict["url"],
+            "verdict": verdict,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print("\n".join(verdict_lines(verdict, args.server, args.max_errors, passed)))
+    return PASSED if passed else TOO_MANY_ERRORS
