@@ -208,6 +208,11 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     demo.add_argument("--port", type=int, help="port (default 8000)")
     demo.set_defaults(run=_run_demo)
+    from graphboard.ci.check import add_parser as add_ci_check
+    from graphboard.server.commands import add_parsers as add_service_commands
+
+    add_ci_check(commands)  # ci-check: upload, build on a server, exit code from the verdict
+    add_service_commands(commands)  # token create/list/revoke, worker
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)
 
