@@ -12,14 +12,12 @@ on different machines: :func:`plan_build` (validate and list the tasks), :func:`
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +33,7 @@ from graphboard.compare.result import DataMode
 from graphboard.distributed import CommNode, collect_comm_nodes, link_ranks
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir, discover
 from graphboard.errors import CompareError, GraphboardError, StoreError
+from graphboard.gcpause import collector_paused
 from graphboard.graph.builder import build_graph
 from graphboard.graph.model import BENCH, NPU, Graph
 from graphboard.overflow import check_overflow
@@ -170,21 +169,8 @@ def process_task(
     ``parallel_write`` lets the writer use a second process: for a lone task, whose process
     would otherwise leave the second core idle.
     """
-    with gc_paused():
+    with collector_paused():
         return _process_task(task, options, part, parallel_write)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """A build allocates millions of long-lived objects and frees none until it ends; the
-    cyclic collector would rescan them again and again (a third of the time at 1M nodes)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _process_task(

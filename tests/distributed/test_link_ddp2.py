@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BuildFn, reference_db
+from fixture_cases import BuildFn, reference_db
 
 CASE = "convnet-ddp2"
 Key = tuple[str, int, int, str]  # (data_source, step, rank, node_name)

@@ -238,6 +238,19 @@ def test_peers_of_a_send_on_another_rank(client: TestClient, graph: str) -> None
         assert body["peers"][0]["stored_precision"] is not None  # msprobe's annotation
 
 
+def test_collective_peers_carry_graphboards_data_verdicts(client: TestClient) -> None:
+    """An all_reduce's peers come from gb_peer_links (collectives are stored per group call)."""
+    body = client.get(
+        "/api/graphs/ours/convnet-ddp2/peers",
+        params={"step": 0, "rank": 1, "name": "Distributed.all_reduce.0.forward"},
+    ).json()
+    assert body["communication"] == "send_receive"
+    assert [(peer["rank"], peer["name"]) for peer in body["peers"]] == [
+        (0, "Distributed.all_reduce.0.forward")
+    ]
+    assert body["peers"][0]["verdict"] == "consistent"
+
+
 def test_peers_of_a_node_without_links_is_empty(client: TestClient) -> None:
     body = client.get(
         "/api/graphs/ours/convnet-stats/peers",

@@ -3,13 +3,10 @@ and the topology in one transaction."""
 
 from __future__ import annotations
 
-import gc
 import sqlite3
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 
 from graphboard.distributed.calls import Call
 from graphboard.distributed.collectives import link_collectives
@@ -17,6 +14,7 @@ from graphboard.distributed.context import PairingContext, StepKey
 from graphboard.distributed.model import CommNode, LinkSummary
 from graphboard.distributed.p2p import link_p2p
 from graphboard.distributed.tables import build_tables
+from graphboard.gcpause import collector_paused
 from graphboard.store.links import write_links
 from graphboard.topology import build_topologies, topology_tables
 
@@ -30,44 +28,6 @@ def dumped_ranks(
     for node in nodes:  # a rank with communication nodes was dumped, whatever the caller says
         ranks[(node.side, node.step)].add(node.rank)
     return dict(ranks)
-
-
-class _CollectorPause:
-    """Pauses the cyclic garbage collector while links are made.
-
-    Linking keeps ~10 acyclic objects per communication node alive at once; refcounting frees
-    them, and the cyclic collector would only rescan the growing heap over and over (it adds a
-    quarter to a 1,024-rank link in bench/bench_links.py). ``gc.disable`` is process-wide, so
-    pauses nest across threads: the first records whether the collector ran, the last restores
-    that. A plain save-and-restore would let one thread re-enable it under another's pause,
-    or re-enable it for a process that had turned it off meanwhile.
-
-    In a server worker thread this is safe but not free: no thread of the process collects
-    cycles until the link ends (seconds at 1,024 ranks), so their cyclic garbage waits.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._resume = False
-
-    @contextmanager
-    def __call__(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._depth += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0 and self._resume:
-                    gc.enable()
-
-
-collector_paused = _CollectorPause()
 
 
 def link_ranks(

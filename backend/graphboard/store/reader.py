@@ -241,9 +241,12 @@ def connect(path: Path, *, writable: bool = False) -> sqlite3.Connection:
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
+    """Names of the file's tables and views."""
     return {
         str(row[0])
-        for row in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
+        for row in conn.execute(
+            "SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view')"
+        )
     }
 
 
@@ -313,7 +316,11 @@ class VisDb:
         self.source = Source.GRAPHBOARD if "gb_arrays" in tables else Source.MSPROBE
         self.sidecar_path: Path | None = None
         self._sidecar: sqlite3.Connection | None = None
-        self.has_links = "gb_links" in tables
+        # gb_peer_links (a view: one row per node and peer, collectives included) replaced
+        # reading gb_links directly; files built before it only have gb_links.
+        self.links_source = next(
+            (name for name in ("gb_peer_links", "gb_links") if name in tables), None
+        )
         self.has_overlay = matches.OVERLAY_TABLE in tables
         self._config: FileConfig | None = None
 
@@ -869,9 +876,9 @@ class VisDb:
         if row is None:
             return None
         communication, found = _annotated_peers(_json_or(row[0], {}))
-        if self.has_links:
+        if self.links_source is not None:
             linked = self.conn.execute(
-                "SELECT kind, peer_rank, peer_node, verdict, reason FROM main.gb_links "
+                f"SELECT kind, peer_rank, peer_node, verdict, reason FROM main.{self.links_source} "
                 "WHERE data_source = ? AND step = ? AND rank = ? AND node_name = ? "
                 "ORDER BY op_index, id",
                 (key.side, key.step, key.rank, name),
