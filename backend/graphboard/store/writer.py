@@ -63,14 +63,19 @@ class ConfigRow:
     step_list: Sequence[int]
 
 
-def _link_paths(graph: Graph) -> dict[int, str]:
-    """JSON path (root .. node) of every node, built top-down in linear time per level."""
-    paths: dict[int, str] = {id(graph.root): _json([graph.root.name])}
-    for node in graph.walk():
-        prefix = paths[id(node)][:-1]
-        for child in node.children:
-            paths[id(child)] = f"{prefix},{_json(child.name)}]"
-    return paths
+def _link_path(node: Node) -> str:
+    """msprobe's matched_node_link: the JSON path from the root down to ``node``.
+
+    Built per row from the parent chain (a few levels) rather than kept for every node:
+    a million paths of a whole side would hold hundreds of megabytes.
+    """
+    names: list[str] = []
+    current: Node | None = node
+    while current is not None:
+        names.append(current.name)
+        current = current.parent
+    names.reverse()
+    return _json(names)
 
 
 @dataclass(slots=True)
@@ -79,7 +84,7 @@ class _GraphRows:
 
     graph: Graph
     mode: DataMode | None
-    counterpart_paths: dict[int, str] | None
+    compared: bool
     stack_ids: dict[tuple[str, ...], str]
     dump_data_dir: str | None
 
@@ -98,7 +103,7 @@ def _prepare(
     rows = _GraphRows(
         graph,
         mode,
-        _link_paths(counterpart) if counterpart is not None else None,
+        counterpart is not None,
         stack_ids,
         graph.tensor_dir if mode is DataMode.TENSOR else None,
     )
@@ -111,8 +116,8 @@ def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]
         graph_id = graph.graph_id
         inputs, outputs = node_display(node.params, node.name, context.mode, node.comparison)
         link = "[]"
-        if context.counterpart_paths is not None and node.match is not None:
-            link = context.counterpart_paths[id(node.match)]
+        if context.compared and node.match is not None:
+            link = _link_path(node.match)
         yield (
             f"{graph_id}_{node.name}",
             graph_id,
