@@ -25,8 +25,18 @@ from graphboard.server.uploads.dumps import relative_message
 log = logging.getLogger("graphboard.jobs")
 
 
+def output_name(job: Job) -> str:
+    return f"{'compare' if job.golden else 'build'}_{job.id}{GRAPH_SUFFIX}"
+
+
+def remove_leftovers(settings: Settings, job_id: str) -> None:
+    """Temporary files of an attempt whose process was killed (run_build removes its own
+    unless it gets no chance to: SIGKILL, power loss). They are named after the output."""
+    for leftover in settings.builds_dir.glob(f".*_{job_id}{GRAPH_SUFFIX}.*"):
+        leftover.unlink(missing_ok=True)
+
+
 def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> BuildOptions:
-    kind = "compare" if job.golden else "build"
     return BuildOptions(
         target=Path(job.target),
         golden=Path(job.golden) if job.golden else None,
@@ -35,7 +45,7 @@ def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> 
         fuzzy_match=job.fuzzy_match,
         layer_mapping=Path(job.layer_mapping) if job.layer_mapping else None,
         workers=workers,
-        output_name=f"{kind}_{job.id}{GRAPH_SUFFIX}",
+        output_name=output_name(job),
         command=["graphboard", "job", job.id],
     )
 
@@ -111,6 +121,7 @@ def run_claimed(
     settings: Settings, catalog: Catalog, job: Job, *, workers: int | None = None
 ) -> None:
     """Build a job this process has claimed (status running), start to finish."""
+    remove_leftovers(settings, job.id)
     try:
         result = run_build(
             job_options(settings, job, workers=workers), CatalogProgress(catalog, job.id)

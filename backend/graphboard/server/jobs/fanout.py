@@ -43,6 +43,7 @@ from graphboard.server.jobs.execute import (
     fail_job,
     graph_id_of,
     job_options,
+    remove_leftovers,
     run_claimed,
     summary,
 )
@@ -108,6 +109,7 @@ def start(
         run_claimed(settings, catalog, job, workers=1)
         return
     _discard(settings, job_id)  # parts of an earlier attempt
+    remove_leftovers(settings, job_id)
     work_folder(settings, job_id).mkdir(parents=True)
     with catalog.session() as session:
         records.start_parts(session, job_id, len(plan.tasks))

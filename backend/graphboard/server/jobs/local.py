@@ -20,11 +20,13 @@ same jobs. A team server uses Celery (``GRAPHBOARD_BROKER_URL``).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -32,11 +34,13 @@ from typing import Any
 
 from graphboard.server.catalog import Catalog
 from graphboard.server.jobs import records
+from graphboard.server.jobs.execute import end_job, remove_leftovers
 from graphboard.server.settings import Settings
 
 log = logging.getLogger("graphboard.jobs")
 RUNNER = "local"
 POLL_SECONDS = 0.2
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 JOBS_PER_PROCESS = 200  # then a fresh process: bounds what a long-lived builder can leak
 
 
@@ -44,9 +48,24 @@ def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
     raise SystemExit(0)  # unwinds run_build, which removes its temporary files
 
 
+def _die_with_parent() -> None:
+    """Ask Linux for SIGTERM when the server dies, even by SIGKILL: an orphaned builder
+    would finish a job that the next server has already queued again."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the server died before the request was made
+        raise SystemExit(0)
+
+
 def _serve_jobs(conn: Connection, settings_data: dict[str, Any]) -> None:
     """The build process: run each job id it is sent, answer with the same id."""
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    _die_with_parent()
     from graphboard.server.jobs.execute import run_job
 
     settings = Settings(**settings_data)
@@ -112,7 +131,12 @@ class _Slot:
 
     def _run(self, job_id: str) -> None:
         process, conn = self._ensure_process()
-        conn.send(job_id)
+        try:
+            conn.send(job_id)
+        except OSError:  # the idle process died (killed from outside): start another
+            self._stop_process()
+            process, conn = self._ensure_process()
+            conn.send(job_id)
         while not self.runner.stopping.is_set():
             try:
                 if conn.poll(POLL_SECONDS):
@@ -135,6 +159,8 @@ class _Slot:
                 f"the build process died (exit code {code}"
                 + (", killed: out of memory?)" if code == -signal.SIGKILL else ")"),
             )
+        remove_leftovers(self.runner.settings, job_id)
+        end_job(self.runner.settings, self.runner.catalog, job_id)
 
     def _stop_process(self) -> None:
         process, conn = self.process, self.conn

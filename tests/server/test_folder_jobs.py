@@ -1,0 +1,110 @@
+"""Jobs on dump folders under the data dir: the listing (/api/dumps), and POST /api/jobs
+with the same checks as an upload, confined to the data dir."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ci_support import auth, new_token, wait_job
+from fixture_cases import fixture_path
+from graphboard.server.app import create_app
+from graphboard.server.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("folders")
+    stats = fixture_path("convnet-stats")
+    shutil.copytree(stats / "target", root / "runs" / "stats" / "target")
+    shutil.copytree(stats / "golden", root / "runs" / "stats" / "golden")
+    broken = root / "runs" / "broken" / "step0" / "rank0"
+    broken.mkdir(parents=True)
+    (broken / "dump.json").write_text("{}")
+    (root / "maps").mkdir()
+    (root / "maps" / "mapping.yaml").write_text("{}\n")
+    (root / ".hidden" / "rank0").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def client(data: Path) -> Iterator[tuple[TestClient, str]]:
+    settings = Settings(data_dir=data)
+    token = new_token(settings)
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client, token
+
+
+def test_dump_folders_are_listed_with_their_shape_or_why_not(
+    client: tuple[TestClient, str],
+) -> None:
+    http, token = client
+    listing = http.get("/api/dumps", headers=auth(token)).json()
+    folders = {item["path"]: item for item in listing["folders"]}
+    target = folders["runs/stats/target"]
+    assert (target["kind"], target["steps"], target["ranks"], target["error"]) == (
+        "steps",
+        [0],
+        [0],
+        None,
+    )
+    assert folders["runs/stats/target/step0/rank0"]["kind"] == "rank"
+    broken = folders["runs/broken"]
+    assert broken["kind"] is None and "missing construct.json, stack.json" in broken["error"]
+    assert broken["error"].startswith("runs/broken/step0/rank0: ")
+    assert not any(path.startswith(".") for path in folders)
+    assert listing["layer_mappings"] == ["maps/mapping.yaml"]
+    assert listing["truncated"] is False
+
+
+def test_a_job_on_folders_under_the_data_dir(client: tuple[TestClient, str], data: Path) -> None:
+    http, token = client
+    created = http.post(
+        "/api/jobs",
+        headers=auth(token),
+        json={"target": "runs/stats/target", "golden": "runs/stats/golden"},
+    )
+    assert created.status_code == 201, created.text
+    job = wait_job(http, created.json()["job_id"], token)
+    assert job["status"] == "done", job
+    assert (job["source"], job["target"], job["golden"]) == (
+        "data_dir",
+        "runs/stats/target",
+        "runs/stats/golden",
+    )
+    assert (data / f"{job['graph']}.vis.db").is_file()
+    verdict = http.get(f"/api/jobs/{job['id']}/verdict", headers=auth(token)).json()
+    assert verdict["counts"]["error"] == 1
+    assert (data / "runs" / "stats" / "target").is_dir()  # never purged: not an upload
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "says"),
+    [
+        ({"target": "../etc"}, 422, "invalid_folder", "'..'"),
+        ({"target": "/etc"}, 422, "invalid_folder", "no such folder"),
+        ({"target": ".hidden"}, 422, "invalid_folder", "hidden"),
+        ({"target": "runs/nothing"}, 422, "invalid_folder", "no such folder"),
+        ({"target": "runs/broken"}, 422, "invalid_dump", "runs/broken/step0/rank0: missing"),
+        ({"target": "runs/stats/target", "fuzzy_match": True}, 422, "needs_golden", "golden"),
+        (
+            {"target": "runs/stats/target", "golden": "runs/stats/golden", "layer_mapping": "runs"},
+            422,
+            "invalid_folder",
+            "not a .yaml file",
+        ),
+        ({"target": "runs/stats/target", "extra": 1}, 422, "invalid_parameters", "extra"),
+    ],
+)
+def test_bad_job_requests(
+    client: tuple[TestClient, str], body: dict[str, object], status: int, code: str, says: str
+) -> None:
+    http, token = client
+    response = http.post("/api/jobs", headers=auth(token), json=body)
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["code"] == code and says in error["message"], error
