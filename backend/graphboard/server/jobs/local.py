@@ -93,6 +93,7 @@ class _Slot:
         self.process: BaseProcess | None = None
         self.conn: Connection | None = None
         self.jobs_done = 0
+        self.warm_up = threading.Event()
         self.thread = threading.Thread(
             target=self._loop, name=f"graphboard-job-slot-{index}", daemon=True
         )
@@ -120,6 +121,9 @@ class _Slot:
             try:
                 job_id = self.runner.queue.get(timeout=POLL_SECONDS)
             except queue.Empty:
+                if self.warm_up.is_set():
+                    self.warm_up.clear()
+                    self._ensure_process()
                 continue
             if job_id is None:
                 break
@@ -197,6 +201,12 @@ class LocalRunner:
         for slot in self.slots:
             slot.thread.start()
         self.started = True
+
+    def warm(self) -> None:
+        """Start the build processes now (an upload is arriving): their start-up, about a
+        second of imports, then overlaps the upload instead of delaying its job."""
+        for slot in self.slots:
+            slot.warm_up.set()
 
     def submit(self, job_id: str) -> None:
         self.queue.put(job_id)

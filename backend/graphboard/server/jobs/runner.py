@@ -16,6 +16,9 @@ class Runner(Protocol):
     def start(self) -> None:
         """Pick up what a previous server left unfinished."""
 
+    def warm(self) -> None:
+        """A job is likely soon: get ready (start build processes) without blocking."""
+
     def submit(self, job_id: str) -> None:
         """Have a queued job built; returns at once."""
 

@@ -61,6 +61,7 @@ def create_job(
     runner: RunnerDep,
 ) -> JobCreated:
     """Folders as ``/api/dumps`` lists them; checked as uploads are, then queued."""
+    runner.warm()
     job_id = create_folder_job(settings, catalog, runner.name, request, token)
     runner.submit(job_id)
     return JobCreated(job_id=job_id, status="queued", status_url=f"/api/jobs/{job_id}")

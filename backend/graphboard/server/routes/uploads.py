@@ -44,6 +44,7 @@ async def upload(
     graph_build accepts), optional ``golden`` (turns on compare) and ``layer_mapping``
     (YAML), and the flags ``fuzzy_match`` and ``overflow_check``. The dumps are checked
     before the job is queued; poll ``status_url`` for its progress."""
+    runner.warm()
     upload_id = records.new_id()
     folder = settings.uploads_dir / upload_id
     folder.mkdir(parents=True)
