@@ -23,7 +23,6 @@ def _sqlite_pragmas(dbapi_connection: object, _record: object) -> None:
     # Build processes write job progress while the server reads it: with WAL, readers and
     # the writer do not block each other, and a commit costs no fsync (synchronous=NORMAL
     # can lose the last commits on power loss, never corrupt; a job then runs again).
-    cursor.execute("PRAGMA journal_mode = WAL")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
 
