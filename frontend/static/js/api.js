@@ -24,11 +24,27 @@ function query(params) {
   return text ? `?${text}` : '';
 }
 
-/** @param {{base?: string, fetchImpl?: typeof fetch}} options */
-export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalThis) } = {}) {
+// The bearer token (from `graphboard token create`) that the Build page saves: uploads and
+// jobs need it, and reads too when the server protects them.
+export const TOKEN_KEY = 'graphboard.token';
+
+export function storedToken() {
+  try {
+    return globalThis.localStorage?.getItem(TOKEN_KEY) || null;
+  } catch {
+    return null; // storage disabled
+  }
+}
+
+/** @param {{base?: string, fetchImpl?: typeof fetch, token?: () => string | null}} options */
+export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalThis), token = storedToken } = {}) {
   async function request(method, path, { params = {}, body, signal } = {}) {
     const init = { method, signal, headers: { Accept: 'application/json' } };
-    if (body !== undefined) {
+    const bearer = token?.();
+    if (bearer) init.headers.Authorization = `Bearer ${bearer}`;
+    if (body instanceof FormData) {
+      init.body = body; // multipart: the browser sets the boundary and streams the files
+    } else if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers['Content-Type'] = 'application/json';
     }
@@ -97,5 +113,12 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
         params: { step, rank, descendants },
         body: config,
       }),
+    // Background builds (the Build page, CI): token-protected.
+    listDumps: (options) => request('GET', '/api/dumps', options),
+    listJobs: ({ limit = 20 } = {}, options = {}) => request('GET', '/api/jobs', { ...options, params: { limit } }),
+    job: (id, options) => request('GET', `/api/jobs/${encodeURIComponent(id)}`, options),
+    verdict: (id, options) => request('GET', `/api/jobs/${encodeURIComponent(id)}/verdict`, options),
+    startJob: (body) => request('POST', '/api/jobs', { body }),
+    upload: (formData) => request('POST', '/api/uploads', { body: formData }),
   };
 }
