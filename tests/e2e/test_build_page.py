@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_support import Viewer
+from browser_support import Viewer, is_expected_console_error
 
 from ci_support import live_server, new_token, tar_gz
 from fixture_cases import fixture_path
@@ -49,7 +49,11 @@ def page(browser: Any, build_server: tuple[str, str, Path]) -> Iterator[Viewer]:
     found.page.set_default_timeout(20_000)
     found.page.on(
         "console",
-        lambda message: found.errors.append(message.text) if message.type == "error" else None,
+        lambda message: (
+            found.errors.append(message.text)
+            if message.type == "error" and not is_expected_console_error(message)
+            else None
+        ),
     )
     found.page.on("pageerror", lambda error: found.errors.append(f"page error: {error}"))
     yield found
