@@ -3,11 +3,6 @@ SQLite by default and PostgreSQL when GRAPHBOARD_DATABASE_URL says so."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +19,7 @@ from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Base, KnownGraph
 from graphboard.server.catalog.session import alembic_config
 from graphboard.server.settings import Settings
+from services import postgres_server
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,58 +62,11 @@ def test_models_match_the_migrations(tmp_path: Path) -> None:
     catalog.dispose()
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
-    """A throw-away PostgreSQL cluster on a unix socket (stopped by its data dir)."""
-    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
-    if initdb is None or pg_ctl is None:
-        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
-    # Not under pytest's tmp dir: that is private to root, and the server runs as postgres.
-    root = Path(tempfile.mkdtemp(prefix="graphboard-pg-"))
-    as_postgres: list[str] = []
-    if os.geteuid() == 0:  # initdb refuses to run as root
-        if shutil.which("runuser") is None:
-            pytest.skip("running as root without runuser")
-        os.chmod(root, 0o777)
-        as_postgres = ["runuser", "-u", "postgres", "--"]
-    data, port = root / "data", _free_port()
-    subprocess.run(
-        [*as_postgres, initdb, "-D", str(data), "-A", "trust", "-U", "graphboard"],
-        check=True,
-        capture_output=True,
-    )
-    options = f"-p {port} -k {root} -c listen_addresses=''"
-    subprocess.run(
-        [
-            *as_postgres,
-            pg_ctl,
-            "-D",
-            str(data),
-            "-o",
-            options,
-            "-w",
-            "-l",
-            str(root / "log"),
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    try:
-        yield f"postgresql+psycopg://graphboard@/postgres?host={root}&port={port}"
-    finally:
-        subprocess.run(
-            [*as_postgres, pg_ctl, "-D", str(data), "-m", "fast", "-w", "stop"],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(root, ignore_errors=True)
+    """A throw-away PostgreSQL cluster on a unix socket (see tests/services.py)."""
+    with postgres_server() as url:
+        yield url
 
 
 @pytest.mark.services
