@@ -108,3 +108,34 @@ def test_bad_job_requests(
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["code"] == code and says in error["message"], error
+
+
+def test_a_job_the_runner_cannot_take_is_failed_with_the_reason(data: Path) -> None:
+    settings = Settings(data_dir=data)
+    token = new_token(settings)
+    app = create_app(settings)
+    with TestClient(app) as http:
+
+        def broker_down(_job_id: str) -> None:
+            raise ConnectionError("redis://broker:6379 refused the connection")
+
+        app.state.runner.submit = broker_down
+        refused = http.post("/api/jobs", headers=auth(token), json={"target": "runs/stats/target"})
+        assert refused.status_code == 503, refused.text
+        error = refused.json()["error"]
+        assert (
+            error["code"] == "runner_unavailable" and "refused the connection" in error["message"]
+        )
+        job = http.get(f"/api/jobs/{error['details']['job_id']}", headers=auth(token)).json()
+        assert job["status"] == "failed" and "could not queue the build" in job["error"]
+
+
+def test_the_api_documents_the_upload_form_and_the_token(client: tuple[TestClient, str]) -> None:
+    http, _token = client
+    spec = http.get("/openapi.json").json()
+    body = spec["paths"]["/api/uploads"]["post"]["requestBody"]["content"]["multipart/form-data"]
+    assert {"target", "golden", "layer_mapping", "fuzzy_match", "overflow_check"} <= set(
+        body["schema"]["properties"]
+    )
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert {"401", "413", "422"} <= set(spec["paths"]["/api/uploads"]["post"]["responses"])

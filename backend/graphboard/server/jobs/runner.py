@@ -7,7 +7,14 @@ from typing import Annotated, Protocol
 from fastapi import Depends, Request
 
 from graphboard.server.catalog import Catalog
+from graphboard.server.errors import ApiError
+from graphboard.server.jobs import records
 from graphboard.server.settings import Settings
+
+
+class ServiceUnavailable(ApiError):
+    status = 503
+    code = "runner_unavailable"
 
 
 class Runner(Protocol):
@@ -41,3 +48,15 @@ def get_runner(request: Request) -> Runner:
 
 
 RunnerDep = Annotated[Runner, Depends(get_runner)]
+
+
+def submit_or_fail(runner: Runner, catalog: Catalog, job_id: str) -> None:
+    """Hand a recorded job to the runner; if it cannot take it (the broker is down), fail
+    the job with the reason rather than leave it queued with no message behind it."""
+    try:
+        runner.submit(job_id)
+    except Exception as error:
+        reason = f"could not queue the build: {type(error).__name__}: {error}"
+        with catalog.session() as session:
+            records.fail(session, job_id, reason)
+        raise ServiceUnavailable(reason, details={"job_id": job_id}) from None

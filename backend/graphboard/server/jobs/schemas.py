@@ -165,6 +165,7 @@ UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
     413: _error("the upload, or what it unpacks to, is too large"),
     415: _error("not multipart/form-data"),
     422: _error("missing target, or not a dump graph_build accepts (the reason is given)"),
+    503: _error("the job was recorded but could not be queued (the broker is down): failed"),
 }
 JOB_ERRORS: dict[int | str, dict[str, Any]] = {
     **AUTH_ERRORS,

@@ -14,7 +14,7 @@ from graphboard.server.errors import Conflict, NotFound, UnreadableFile
 from graphboard.server.jobs import records
 from graphboard.server.jobs.folders import create_folder_job
 from graphboard.server.jobs.present import job_out
-from graphboard.server.jobs.runner import RunnerDep
+from graphboard.server.jobs.runner import RunnerDep, submit_or_fail
 from graphboard.server.jobs.schemas import (
     AUTH_ERRORS,
     JOB_ERRORS,
@@ -63,7 +63,7 @@ def create_job(
     """Folders as ``/api/dumps`` lists them; checked as uploads are, then queued."""
     runner.warm()
     job_id = create_folder_job(settings, catalog, runner.name, request, token)
-    runner.submit(job_id)
+    submit_or_fail(runner, catalog, job_id)
     return JobCreated(job_id=job_id, status="queued", status_url=f"/api/jobs/{job_id}")
 
 

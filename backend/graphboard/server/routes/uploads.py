@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from graphboard.server.auth import TokenDep
 from graphboard.server.deps import CatalogDep, SettingsDep
 from graphboard.server.jobs import records
-from graphboard.server.jobs.runner import RunnerDep
+from graphboard.server.jobs.runner import RunnerDep, submit_or_fail
 from graphboard.server.jobs.schemas import UPLOAD_ERRORS, JobCreated, UploadBody
 from graphboard.server.uploads.accept import TEXT_FIELDS, accept_upload, file_limits
 from graphboard.server.uploads.multipart import receive_form
@@ -62,7 +62,7 @@ async def upload(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    await run_in_threadpool(runner.submit, job_id)
+    await run_in_threadpool(submit_or_fail, runner, catalog, job_id)
     return JobCreated(
         job_id=job_id, upload_id=upload_id, status="queued", status_url=f"/api/jobs/{job_id}"
     )
