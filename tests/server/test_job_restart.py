@@ -169,3 +169,26 @@ def test_jobs_of_a_killed_server_all_finish_after_a_restart(tmp_path: Path) -> N
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
     assert [job["status"] for job in jobs] == ["done"] * 6, jobs
+
+
+def test_a_restart_sweeps_what_a_crash_left_in_the_uploads_folder(tmp_path: Path) -> None:
+    stats = fixture_path("convnet-stats")
+    data = tmp_path / "data"
+    data.mkdir()
+    kept = Settings(data_dir=data, keep_uploads=True)
+    token = new_token(kept)
+    archive = tar_gz(stats / "target", tmp_path / "target.tar.gz")
+    with TestClient(create_app(kept)) as client:
+        created = upload(client, token, archive)
+        assert wait_job(client, created.json()["job_id"], token)["status"] == "done"
+    finished = kept.uploads_dir / created.json()["upload_id"]
+    assert finished.is_dir()  # kept: as if the server died before removing it
+    old_orphan, new_orphan = kept.uploads_dir / "cut-off", kept.uploads_dir / "arriving"
+    for folder in (old_orphan, new_orphan):
+        (folder / "target").mkdir(parents=True)
+    day_ago = time.time() - 24 * 3600
+    os.utime(old_orphan, (day_ago, day_ago))
+    with TestClient(create_app(Settings(data_dir=data))):
+        pass
+    assert not finished.exists() and not old_orphan.exists()
+    assert new_orphan.exists()  # may be an upload another server is receiving

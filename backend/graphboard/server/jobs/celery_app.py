@@ -18,6 +18,7 @@ from celery import Celery, Task
 from graphboard.server.catalog import Catalog
 from graphboard.server.jobs import fanout, records
 from graphboard.server.settings import Settings
+from graphboard.server.uploads import records as uploads
 
 QUEUE = "graphboard"
 RUNNER = "celery"
@@ -86,6 +87,7 @@ class CeleryRunner:
 
     def __init__(self, settings: Settings, catalog: Catalog) -> None:
         configure(settings)
+        self.settings = settings
         self.catalog = catalog
 
     def start(self) -> None:
@@ -93,6 +95,9 @@ class CeleryRunner:
         # duplicate is harmless, the second claim of a running job by another task fails.
         with self.catalog.session() as session:
             pending = records.recover_queued(session, RUNNER)
+            uploads.sweep(
+                session, self.settings.uploads_dir, keep_uploads=self.settings.keep_uploads
+            )
         for job_id in pending:
             self.submit(job_id)
 

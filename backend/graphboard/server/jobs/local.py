@@ -36,6 +36,7 @@ from graphboard.server.catalog import Catalog
 from graphboard.server.jobs import records
 from graphboard.server.jobs.execute import end_job, remove_leftovers
 from graphboard.server.settings import Settings
+from graphboard.server.uploads import records as uploads
 
 log = logging.getLogger("graphboard.jobs")
 RUNNER = "local"
@@ -196,6 +197,9 @@ class LocalRunner:
         """Queue again what a previous server left unfinished, then start the slots."""
         with self.catalog.session() as session:
             pending = records.recover(session, RUNNER, self.settings.job_attempts)
+            uploads.sweep(
+                session, self.settings.uploads_dir, keep_uploads=self.settings.keep_uploads
+            )
         for job_id in pending:
             self.queue.put(job_id)
         for slot in self.slots:
