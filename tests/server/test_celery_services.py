@@ -140,6 +140,7 @@ def test_single_rank_and_failing_jobs_on_celery(
     stats = fixture_path("convnet-stats")
     broken = tmp_path / "broken"
     shutil.copytree(fixture_path("convnet-ddp2", "target"), broken)
+    (broken / "step1" / "rank1" / "dump.json").chmod(0o644)  # the fixtures are read-only
     (broken / "step1" / "rank1" / "dump.json").write_text('{"data": {')
     with TestClient(create_app(settings)) as client:
         single = upload(
