@@ -274,3 +274,37 @@ def test_a_failed_build_says_why_and_leaves_no_file(
     assert "the job failed: target/broken/step0/rank0/dump.json" in _error(
         refused, 409, "job_failed"
     )
+
+
+def test_a_layer_mapping_upload_matches_renamed_modules(
+    client: httpx.Client, token: str, tmp_path: Path
+) -> None:
+    case = fixture_path("layer-mapping")
+    target = tar_gz(case / "target", tmp_path / "target.tar.gz")
+    golden = tar_gz(case / "golden", tmp_path / "golden.tar.gz")
+    unmatched = {}
+    for mapping in (None, case / "mapping.yaml"):
+        files = {
+            "target": ("target.tar.gz", target.read_bytes()),
+            "golden": ("golden.tar.gz", golden.read_bytes()),
+        }
+        if mapping is not None:
+            files["layer_mapping"] = ("mapping.yaml", mapping.read_bytes())
+        created = client.post("/api/uploads", headers=auth(token), files=files)
+        assert created.status_code == 201, created.text
+        job = wait_job(client, created.json()["job_id"], token)
+        assert job["status"] == "done", job
+        verdict = client.get(f"/api/jobs/{job['id']}/verdict", headers=auth(token)).json()
+        unmatched[mapping is not None] = verdict["counts"]["unmatched"]
+    assert unmatched[True] < unmatched[False]
+    bad = client.post(
+        "/api/uploads",
+        headers=auth(token),
+        files={
+            "target": ("target.tar.gz", target.read_bytes()),
+            "golden": ("golden.tar.gz", golden.read_bytes()),
+            "layer_mapping": ("mapping.yaml", b"TopLayer: [unclosed"),
+        },
+    )
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_dump", bad.text
+    assert "layer_mapping.yaml" in bad.json()["error"]["message"]
