@@ -23,6 +23,9 @@ _RELATIVE_NAMES = {
     "mean": "MeanRelativeErr",
     "norm": "NormRelativeErr",
 }
+RELATIVE_METRIC_NAMES = tuple(_RELATIVE_NAMES.values())
+# msprobe's column names, in its order: the differences, then the relative errors.
+SUMMARY_METRIC_NAMES = (*(f"{label} diff" for _, label in STAT_NAMES), *RELATIVE_METRIC_NAMES)
 TENSOR_METRIC_NAMES = (
     "Cosine",
     "EucDist",

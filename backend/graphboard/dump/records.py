@@ -37,7 +37,8 @@ _SECTIONS = (
     ("output", Role.OUTPUT, "output"),
     ("parameters", Role.PARAMETERS, "parameters"),
 )
-_KNOWN_FIELDS = frozenset(
+# The fields a leaf record may carry; anything else is kept in Param.extra.
+LEAF_FIELDS = frozenset(
     {
         "type",
         "dtype",
@@ -112,8 +113,8 @@ def _scalar_dtype(value: Any) -> str:
 def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
     extra = (
         None
-        if _KNOWN_FIELDS.issuperset(leaf)
-        else {k: v for k, v in leaf.items() if k not in _KNOWN_FIELDS}
+        if LEAF_FIELDS.issuperset(leaf)
+        else {k: v for k, v in leaf.items() if k not in LEAF_FIELDS}
     )
     if "dtype" in leaf or "shape" in leaf:  # a tensor: the hot path, built in one call
         dtype = leaf.get("dtype")

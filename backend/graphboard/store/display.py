@@ -10,30 +10,17 @@ import json
 import re
 from typing import Any
 
+from graphboard.compare.metrics import (
+    RELATIVE_METRIC_NAMES,
+    SUMMARY_METRIC_NAMES,
+    TENSOR_METRIC_NAMES,
+)
 from graphboard.compare.result import DataMode, Metric, NodeComparison, ParamRow
 from graphboard.dump.records import Param, Role
 
-SUMMARY_METRICS = (
-    "Max diff",
-    "Min diff",
-    "Mean diff",
-    "L2norm diff",
-    "MaxRelativeErr",
-    "MinRelativeErr",
-    "MeanRelativeErr",
-    "NormRelativeErr",
-)
-RELATIVE_METRICS = frozenset(
-    {"MaxRelativeErr", "MinRelativeErr", "MeanRelativeErr", "NormRelativeErr"}
-)
-TENSOR_METRICS = (
-    "Cosine",
-    "EucDist",
-    "MaxAbsErr",
-    "MaxRelativeErr",
-    "One Thousandth Err Ratio",
-    "Five Thousandths Err Ratio",
-)
+SUMMARY_METRICS = SUMMARY_METRIC_NAMES
+RELATIVE_METRICS = frozenset(RELATIVE_METRIC_NAMES)
+TENSOR_METRICS = TENSOR_METRIC_NAMES
 _DECIMAL = re.compile(r"^\d{1,20}\.(\d{1,20})(%?)$")
 
 

@@ -11,27 +11,12 @@ import json
 import math
 from typing import Any
 
-from graphboard.dump.records import Param, Role, Stat, is_parameters_grad
+from graphboard.dump.records import LEAF_FIELDS, Param, Role, Stat, is_parameters_grad
 from graphboard.store.display import SUMMARY_METRICS, TENSOR_METRICS
 
 # Fields the compare writes into the target's dicts (display.py ``_comparison_fields``).
 COMPARISON_FIELDS = frozenset(
     {*SUMMARY_METRICS, *TENSOR_METRICS, "Requires_grad Consistent", "Result", "Err_message"}
-)
-_PARAM_FIELDS = frozenset(
-    {
-        "type",
-        "dtype",
-        "shape",
-        "Max",
-        "Min",
-        "Mean",
-        "Norm",
-        "requires_grad",
-        "md5",
-        "data_name",
-        "value",
-    }
 )
 _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _ROLE_PREFIXES = (
@@ -134,7 +119,7 @@ def param_from_display(key: str, role: Role, shown: dict[str, Any]) -> Param:
     extra = {
         name: value
         for name, value in shown.items()
-        if name not in _PARAM_FIELDS and name not in COMPARISON_FIELDS
+        if name not in LEAF_FIELDS and name not in COMPARISON_FIELDS
     }
     param.extra = extra or None
     if "value" not in shown and ("dtype" in shown or "shape" in shown):
