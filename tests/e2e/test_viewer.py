@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from urllib.parse import parse_qs, urlparse
 
 from browser_support import Viewer
@@ -270,10 +269,8 @@ def test_a_node_with_100000_children_expands_without_freezing(wide_viewer: Viewe
     viewer.open(graph="wide")
     page = viewer.page
     module = viewer.row("NPU", "Module.wide.Sequential.forward.0")
-    started = time.perf_counter()
     module.dblclick()
     viewer.row("NPU", "Torch.add.0.forward").wait_for()
-    expand_seconds = time.perf_counter() - started
     # Scroll down through several pages; the page answers at once between scrolls.
     host = page.locator("#pane-NPU .tree-host")
     count_nodes = "graphboard.panes.NPU.model.rows().filter(row => row.kind === 'node').length"
@@ -284,9 +281,9 @@ def test_a_node_with_100000_children_expands_without_freezing(wide_viewer: Viewe
         # to observe, so wait on the loaded count instead).
         page.wait_for_function(f"n => {count_nodes} > n", arg=loaded)
         loaded = page.evaluate(count_nodes)
-        started_eval = time.perf_counter()
-        page.evaluate("1 + 1")
-        assert time.perf_counter() - started_eval < 1.0
+    # Never freezing comes from never doing work in proportion to the level: children are
+    # paged and rows virtualised (timings are for bench/bench_browser.py, not for tests).
+    assert loaded < 10_000, loaded
     rows_in_dom = page.locator("#pane-NPU .tree-row").count()
     assert rows_in_dom < 200, rows_in_dom
     # Jump deep into the level: a reveal loads just the page around the node.
@@ -294,5 +291,4 @@ def test_a_node_with_100000_children_expands_without_freezing(wide_viewer: Viewe
     page.locator('#pane-NPU .tree-row.selected[data-name="Torch.add.99990.forward"]').wait_for()
     loaded = page.evaluate("graphboard.panes.NPU.model.rows().length")
     assert loaded < 5_000, loaded
-    assert expand_seconds < 5, expand_seconds
     viewer.shot("10-wide-level")
