@@ -37,7 +37,7 @@ from graphboard.gcpause import collector_paused
 from graphboard.graph.builder import build_graph
 from graphboard.graph.model import BENCH, NPU, Graph
 from graphboard.overflow import check_overflow
-from graphboard.progress import ProgressCallback, silent
+from graphboard.progress import ProgressCallback, Stopwatch, silent
 from graphboard.store import schema, writer
 
 SCHEMA_NAME = "graphboard.vis.db"
@@ -86,6 +86,7 @@ class TaskResult:
     warnings: list[str]
     comm_nodes: list[CommNode]
     seconds: float
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -177,14 +178,17 @@ def _process_task(
     task: Task, options: BuildOptions, part: Path, parallel_write: bool
 ) -> TaskResult:
     started = time.perf_counter()
+    clock = Stopwatch()
     target = build_graph(task.target, NPU)
     target.step, target.rank = task.step, task.rank
+    clock.lap("read and build target")
     golden: Graph | None = None
     mode: DataMode | None = None
     match: dict[str, int] | None = None
     if task.golden is not None:
         golden = build_graph(task.golden, BENCH)
         golden.step, golden.rank = task.step, task.rank
+        clock.lap("read and build golden")
         mode = common_mode(target, golden, layer_mapping=bool(options.layer_mapping))
         stats = match_graphs(target, golden, options.match_mode, _mapping(options))
         match = {
@@ -193,11 +197,14 @@ def _process_task(
             "golden_matched": stats.golden_matched,
             "golden_unmatched": stats.golden_unmatched,
         }
+        clock.lap("match")
         compare_graphs(target, golden, mode)
+        clock.lap("compare")
     graphs = [target] if golden is None else [target, golden]
     if options.overflow_check:
         for graph in graphs:
             check_overflow(graph)
+        clock.lap("overflow")
     conn = writer.open_new_db(part)
     try:
         pairs: list[tuple[Graph, Graph | None]] = [(target, golden)]
@@ -207,6 +214,7 @@ def _process_task(
         writer.write_graphs(conn, pairs, mode, scratch)
     finally:
         conn.close()
+    clock.lap("write")
     warnings = [warning for graph in graphs for warning in graph.warnings]
     comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
     micro_steps = max(graph.micro_steps for graph in graphs)
@@ -219,6 +227,7 @@ def _process_task(
         warnings,
         comm_nodes,
         time.perf_counter() - started,
+        clock.stages,
     )
 
 
@@ -354,9 +363,15 @@ def finish_build(
                 f"ranks and steps hold different data modes: {sorted(str(mode) for mode in modes)}"
             )
         mode = modes.pop() if modes else None
-        conn = writer.open_new_db(temp)
-        for part in parts:
-            writer.merge_part(conn, part)
+        clock = Stopwatch()
+        if len(parts) == 1:  # a lone part already is the whole file: no copy
+            os.replace(parts[0], temp)
+            conn = writer.open_db(temp)
+        else:
+            conn = writer.open_new_db(temp)
+            for part in parts:
+                writer.merge_part(conn, part)
+        clock.lap("merge parts")
         sides = (NPU, BENCH) if options.compare else (NPU,)
         link_summary = link_ranks(
             conn,
@@ -364,6 +379,7 @@ def finish_build(
             options.overflow_check,
             dumped=[(side, result.step, result.rank) for result in results for side in sides],
         )
+        clock.lap("link ranks")
         warnings.extend(link_summary.warnings)
         for result in results:
             warnings.extend(result.warnings)
@@ -416,6 +432,10 @@ def finish_build(
                 "match": match,
                 "links": link_summary.counts,
                 "warnings": warnings,
+                "timings": {
+                    "tasks": {f"{result.step}/{result.rank}": result.timings for result in results},
+                    "finish": clock.stages,
+                },
             },
         )
         progress(0.97, "indexing")

@@ -37,3 +37,16 @@ class ProgressBar:
         else:
             self.stream.write(line + "\n")
         self.stream.flush()
+
+
+class Stopwatch:
+    """Seconds per named stage, in the order the stages ran (kept in gb_meta "timings")."""
+
+    def __init__(self) -> None:
+        self.stages: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.stages[stage] = round(self.stages.get(stage, 0.0) + now - self._last, 3)
+        self._last = now

@@ -217,11 +217,9 @@ def parse_record(name: str, record: Any, path: Path) -> list[Param]:
         if value is None:
             continue
         if isinstance(value, list):
-            for index, item in enumerate(value):
-                _flatten(item, f"{prefix}.{index}", role, params, 1, False, path, name)
+            items: Any = enumerate(value)
         elif isinstance(value, dict):
-            for item_name, item in value.items():
-                _flatten(item, f"{prefix}.{item_name}", role, params, 1, False, path, name)
+            items = value.items()
         else:
             raise DumpError(
                 path,
@@ -229,6 +227,12 @@ def parse_record(name: str, record: Any, path: Path) -> list[Param]:
                 record=name,
                 expected="a list or an object",
             )
+        for item_key, item in items:
+            key = f"{prefix}.{item_key}"
+            if item.__class__ is dict and item.get("type").__class__ is str:
+                params.append(_leaf(key, role, item))  # the common case: a leaf, no recursion
+            else:
+                _flatten(item, key, role, params, 1, False, path, name)
     return params
 
 

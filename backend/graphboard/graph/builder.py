@@ -139,10 +139,11 @@ class _Builder:
 
     def init_nodes(self) -> None:
         parents = self.construct.parents
+        nodes, root, node = self.nodes, self.root, self.node
         for child, parent in parents.items():
             parent = _repair_parent(child, parent, parents)
-            parent_node = self.root if parent is None else self.node(parent)
-            self.node(child).attach(parent_node)
+            parent_node = root if parent is None else (nodes.get(parent) or node(parent))
+            (nodes.get(child) or node(child)).attach(parent_node)
 
     def collect_root_api_runs(self) -> None:
         """Group each run of 2+ consecutive root-level APIs under ``Apis_Between_Modules.k``."""

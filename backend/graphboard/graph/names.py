@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 
-_MODULE_BACKWARD = re.compile(r"\.backward\.(\d+)$")
 _MODULE_FORWARD = re.compile(r"\.forward\.(\d+)$")
 _WORD_BACKWARD = re.compile(r"\bbackward\b")
 _WORD_FORWARD = re.compile(r"\bforward\b")
 
 
 def is_module_backward(name: str) -> bool:
-    return _MODULE_BACKWARD.search(name) is not None
+    # str methods, not the regex: this runs for every construct.json entry
+    _head, marker, call = name.rpartition(".backward.")
+    return bool(marker) and call.isdigit() and call.isascii()
 
 
 def is_api_backward(name: str) -> bool:
@@ -20,8 +21,9 @@ def is_api_backward(name: str) -> bool:
 
 def forward_twin(name: str) -> str | None:
     """``X.backward.3`` -> ``X.forward.3``; ``Torch.mm.2.backward`` -> ``Torch.mm.2.forward``."""
-    if _MODULE_BACKWARD.search(name):
-        return _MODULE_BACKWARD.sub(r".forward.\1", name)
+    if is_module_backward(name):
+        head, _, call = name.rpartition(".backward.")
+        return f"{head}.forward.{call}"
     if name.endswith(".backward"):
         return name[: -len("backward")] + "forward"
     return None
