@@ -118,16 +118,23 @@ def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
     )
     if "dtype" in leaf or "shape" in leaf:  # a tensor: the hot path, built in one call
         dtype = leaf.get("dtype")
+        maximum, minimum, mean, norm = (
+            leaf.get("Max"),
+            leaf.get("Min"),
+            leaf.get("Mean"),
+            leaf.get("Norm"),
+        )
         return Param(
             sys.intern(key),
             role,
             leaf.get("type"),
             sys.intern(dtype) if dtype.__class__ is str else dtype,
             _shape(leaf.get("shape")),
-            _tensor_stat(leaf.get("Max")),
-            _tensor_stat(leaf.get("Min")),
-            _tensor_stat(leaf.get("Mean")),
-            _tensor_stat(leaf.get("Norm")),
+            # floats (almost always) as they are; the rest through _tensor_stat
+            maximum if maximum.__class__ is float else _tensor_stat(maximum),
+            minimum if minimum.__class__ is float else _tensor_stat(minimum),
+            mean if mean.__class__ is float else _tensor_stat(mean),
+            norm if norm.__class__ is float else _tensor_stat(norm),
             leaf.get("requires_grad"),
             leaf.get("md5"),
             leaf.get("data_name"),

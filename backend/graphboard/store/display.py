@@ -66,21 +66,27 @@ def _shape(shape: tuple[Any, ...] | None) -> str:
     return text
 
 
+_BOOLEANS: dict[bool | None, str] = {True: "True", False: "False", None: "null"}
+
+
 def param_display(param: Param, keep_md5: bool) -> dict[str, str]:
     if param.is_null:
         return {"value": "null"}
     data_name = param.data_name or "-1"
     out: dict[str, str]
     if param.is_tensor:
+        # The hot path (millions of calls): floats straight to repr, the rest through display_value.
+        maximum, minimum, mean, norm = param.max, param.min, param.mean, param.norm
         out = {
             "type": display_value(param.type),
             "dtype": display_value(param.dtype),
             "shape": _shape(param.shape),
-            "Max": display_value(param.max),
-            "Min": display_value(param.min),
-            "Mean": display_value(param.mean),
-            "Norm": display_value(param.norm),
-            "requires_grad": display_value(param.requires_grad),
+            "Max": repr(maximum) if maximum.__class__ is float else display_value(maximum),
+            "Min": repr(minimum) if minimum.__class__ is float else display_value(minimum),
+            "Mean": repr(mean) if mean.__class__ is float else display_value(mean),
+            "Norm": repr(norm) if norm.__class__ is float else display_value(norm),
+            "requires_grad": _BOOLEANS.get(param.requires_grad)
+            or display_value(param.requires_grad),
         }
         if keep_md5 and param.md5 is not None:
             out["md5"] = param.md5

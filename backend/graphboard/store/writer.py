@@ -93,6 +93,7 @@ class _GraphRows:
     """What every row of one graph needs, computed once before rows are split among processes."""
 
     graph: Graph
+    graph_id: str
     mode: DataMode | None
     compared: bool
     stack_ids: dict[tuple[str, ...], str]
@@ -102,16 +103,18 @@ class _GraphRows:
 def _prepare(
     graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> tuple[_GraphRows, list[tuple[str, str]]]:
+    graph_id = graph.graph_id
     stack_ids: dict[tuple[str, ...], str] = {}
     stack_rows: list[tuple[str, str]] = []
     for node in graph.ordered():
         stack = node.stack or ()
         if stack not in stack_ids:
-            stack_id = f"{graph.graph_id}_{len(stack_ids)}"
+            stack_id = f"{graph_id}_{len(stack_ids)}"
             stack_ids[stack] = stack_id
             stack_rows.append((stack_id, _json(list(stack))))
     rows = _GraphRows(
         graph,
+        graph_id,
         mode,
         counterpart is not None,
         stack_ids,
@@ -123,7 +126,7 @@ def _prepare(
 def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]]:
     for context, node in items:
         graph = context.graph
-        graph_id = graph.graph_id
+        graph_id = context.graph_id
         inputs, outputs = node_display(node.params, node.name, context.mode, node.comparison)
         link = "[]"
         if context.compared and node.match is not None:
@@ -278,7 +281,7 @@ def write_graphs(
 
 
 def _row_id(item: tuple[_GraphRows, Node]) -> tuple[str, str]:
-    return item[0].graph.graph_id, item[1].name
+    return item[0].graph_id, item[1].name
 
 
 def _write_graph_summary(conn: sqlite3.Connection, graph: Graph, compared: bool) -> None:
