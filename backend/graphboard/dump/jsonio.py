@@ -265,6 +265,7 @@ class DumpFile:
 
 _INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
 _SPACES = re.compile(rb"[ \t\r\n]*")
+_BATCH_RECORDS = 256  # records per orjson call on the fast path
 _SPLIT_CHUNK = 32 * 1024 * 1024
 _DETECT_BYTES = 64 * 1024
 
@@ -345,6 +346,24 @@ class _PrettySplitter:
             where = line + error.lineno - 1
             raise self._invalid((where, error.colno), error.msg) from None
 
+    @staticmethod
+    def _batch(
+        buf: bytes, first: int, last: int, count: int, closing: bool
+    ) -> dict[str, Any] | None:
+        """Records ``buf[first:last]`` parsed in one call, or None to read them one by one."""
+        body = buf[first:last].rstrip()
+        if body.endswith(b","):
+            if closing:
+                return None  # a trailing comma before "}": the slow path names it
+            body = body[:-1]
+        elif not closing:
+            return None  # the comma before the next record is missing
+        try:
+            records = orjson.loads(b"{" + body + b"}")
+        except orjson.JSONDecodeError:
+            return None
+        return records if isinstance(records, dict) and len(records) == count else None
+
     def _header_fields(self, body: bytes, line: int) -> None:
         """Top-level keys other than "data"; ``body`` (from line ``line``) has no outer comma."""
         value = self._parse(b"{" + body + b"}", line)
@@ -386,7 +405,20 @@ class _PrettySplitter:
                     bounds = starts  # the last record may continue in the next chunk
                 counted, line = 0, origin[0] + 1
                 last_pair = len(bounds) - 2
-                for index in range(len(bounds) - 1):
+                index = slow_until = 0
+                while index <= last_pair:
+                    # Fast path: a batch of records in one orjson call. Anything unusual in it
+                    # (NaN tokens, a syntax error, a missing comma, a duplicate name) and the
+                    # whole batch is read record by record below, which reports the exact place.
+                    if index >= slow_until:
+                        stop = min(index + _BATCH_RECORDS, last_pair + 1)
+                        closing = end is not None and stop == last_pair + 1
+                        batch = self._batch(buf, bounds[index], bounds[stop], stop - index, closing)
+                        if batch is not None:
+                            yield from batch.items()
+                            index = stop
+                            continue
+                        slow_until = stop
                     first, last = bounds[index], bounds[index + 1]
                     line += buf.count(b"\n", counted, first)  # incremental: linear per chunk
                     counted = first
@@ -412,6 +444,7 @@ class _PrettySplitter:
                             expected="one record per key",
                         )
                     yield from record.items()
+                    index += 1
                 if end is not None:
                     self._tail(handle, buf, end.end(), origin)
                     return
