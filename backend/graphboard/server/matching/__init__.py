@@ -9,7 +9,7 @@ carry on) that reads the current state, decides every pair (:mod:`.planner`), sc
 never modified. Why a pair was refused is said precisely (:class:`.outcome.MatchFailure`).
 """
 
-from graphboard.server.matching.actions import import_config, match, undo, unmatch
+from graphboard.server.matching.actions import import_config, pair, undo
 from graphboard.server.matching.outcome import MatchFailure, Outcome, ScoredPair, Skipped
 
 __all__ = [
@@ -18,7 +18,6 @@ __all__ = [
     "ScoredPair",
     "Skipped",
     "import_config",
-    "match",
+    "pair",
     "undo",
-    "unmatch",
 ]

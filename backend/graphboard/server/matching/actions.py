@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from graphboard.server.errors import Conflict
 from graphboard.server.matching.access import writing
@@ -35,7 +35,8 @@ def _record(
     return action_id
 
 
-def match(
+def pair(
+    kind: Literal["match", "unmatch"],
     path: Path,
     settings: Settings,
     step: int,
@@ -46,36 +47,17 @@ def match(
     descendants: bool,
     twins: bool,
 ) -> Outcome:
+    """Match (or unmatch) a target node and a golden node, with their twins and optionally
+    their descendants; a refused first pair fails the request, nothing is written."""
     with writing(path, settings) as db:
         planner = Planner(db, step, rank, settings.data_root)
+        plan = planner.match if kind == "match" else planner.unmatch
         try:
-            outcome = planner.match(target, golden, descendants=descendants, twins=twins)
+            outcome = plan(target, golden, descendants=descendants, twins=twins)
         except MatchFailure as failure:
             raise failure.as_api_error() from None
         options = {"descendants": descendants, "twins": twins}
-        outcome.action_id = _record(db, planner, "match", (target, golden), options, outcome)
-    return outcome
-
-
-def unmatch(
-    path: Path,
-    settings: Settings,
-    step: int,
-    rank: int,
-    target: str,
-    golden: str,
-    *,
-    descendants: bool,
-    twins: bool,
-) -> Outcome:
-    with writing(path, settings) as db:
-        planner = Planner(db, step, rank, settings.data_root)
-        try:
-            outcome = planner.unmatch(target, golden, descendants=descendants, twins=twins)
-        except MatchFailure as failure:
-            raise failure.as_api_error() from None
-        options = {"descendants": descendants, "twins": twins}
-        outcome.action_id = _record(db, planner, "unmatch", (target, golden), options, outcome)
+        outcome.action_id = _record(db, planner, kind, (target, golden), options, outcome)
     return outcome
 
 

@@ -52,7 +52,8 @@ def add_match(
     """Pair a target (NPU) node with a golden (Bench) node, with their forward/backward twins
     and optionally their descendants (by short name and call order), scored by the builder's
     engine. Saved in graphboard's own tables inside the file; undo with ``/matches/undo``."""
-    outcome = matching.match(
+    outcome = matching.pair(
+        "match",
         path,
         settings,
         request.step,
@@ -81,8 +82,8 @@ def remove_match(
 ) -> schemas.MatchOut:
     """Unpair a target node from its golden counterpart (and their twins, and optionally every
     matched descendant); their precision returns to unscored."""
-    outcome = matching.unmatch(
-        path, settings, step, rank, target, golden, descendants=descendants, twins=twins
+    outcome = matching.pair(
+        "unmatch", path, settings, step, rank, target, golden, descendants=descendants, twins=twins
     )
     return _outcome(outcome, db.config())
 
