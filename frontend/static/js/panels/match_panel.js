@@ -156,20 +156,15 @@ export class MatchPanel {
   }
 
   match() {
-    return this.run(async () => {
-      const { graph, step, rank } = this.context();
-      const { NPU: target, Bench: golden } = this.picks;
-      if (!target || !golden) {
-        this.say(this.t('match.needBoth'));
-        return;
-      }
-      const outcome = await this.api.match(graph, { step, rank, target, golden, descendants: this.descendants.checked });
-      this.say(this.t('match.done', { count: outcome.pairs.length }) + this.describeSkipped(outcome.skipped));
-      await this.changed(outcome.pairs.map((pair) => [pair.target, pair.golden]).concat([[target, golden]]));
-    });
+    return this.pair((graph, body) => this.api.match(graph, body), 'match.done');
   }
 
   unmatch() {
+    return this.pair((graph, body) => this.api.unmatch(graph, body), 'match.unmatched');
+  }
+
+  /** Match and unmatch alike: both picks needed, one request, the touched rows refreshed. */
+  pair(request, doneKey) {
     return this.run(async () => {
       const { graph, step, rank } = this.context();
       const { NPU: target, Bench: golden } = this.picks;
@@ -177,8 +172,8 @@ export class MatchPanel {
         this.say(this.t('match.needBoth'));
         return;
       }
-      const outcome = await this.api.unmatch(graph, { step, rank, target, golden, descendants: this.descendants.checked });
-      this.say(this.t('match.unmatched', { count: outcome.pairs.length }) + this.describeSkipped(outcome.skipped));
+      const outcome = await request(graph, { step, rank, target, golden, descendants: this.descendants.checked });
+      this.say(this.t(doneKey, { count: outcome.pairs.length }) + this.describeSkipped(outcome.skipped));
       await this.changed(outcome.pairs.map((pair) => [pair.target, pair.golden]).concat([[target, golden]]));
     });
   }
