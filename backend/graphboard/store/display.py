@@ -118,24 +118,34 @@ def param_display(param: Param, keep_md5: bool) -> dict[str, str]:
     return out
 
 
+def _percent(fraction: float) -> str:
+    """A relative error as msprobe shows it: a percentage, more than 6 decimals rounded to 6."""
+    text = repr(fraction * 100)
+    point = text.find(".")
+    if point < 0 or "e" in text or len(text) - point - 1 <= 6 or text[0] == "-":
+        return text + "%"  # exponents, inf/nan and negatives are never rounded, as in msprobe
+    return f"{fraction * 100:.6f}%"
+
+
 def summary_metric_display(name: str, value: Metric) -> str:
     """Statistics-mode metric: relative errors are shown as percentages."""
-    if isinstance(value, float) and name in RELATIVE_METRICS:
-        return _round_decimal(f"{value * 100}%")
+    if value.__class__ is float:
+        return _percent(value) if name in RELATIVE_METRICS else repr(value)
     return display_value(value)
 
 
 def _comparison_fields(row: ParamRow, mode: DataMode) -> dict[str, str]:
     fields: dict[str, str] = {}
+    metrics = row.metrics
     if mode is DataMode.SUMMARY:
         for name in SUMMARY_METRICS:
-            fields[name] = summary_metric_display(name, row.metrics.get(name, "N/A"))
+            fields[name] = summary_metric_display(name, metrics.get(name, "N/A"))
     elif mode is DataMode.TENSOR:
         for name in TENSOR_METRICS:
-            fields[name] = display_value(row.metrics.get(name, "unsupported"))
-    fields["Requires_grad Consistent"] = str(row.requires_grad_consistent)
+            fields[name] = display_value(metrics.get(name, "unsupported"))
+    fields["Requires_grad Consistent"] = "True" if row.requires_grad_consistent else "False"
     fields["Result"] = row.level.label
-    fields["Err_message"] = json.dumps(row.messages)
+    fields["Err_message"] = json.dumps(row.messages) if row.messages else "[]"
     return fields
 
 
