@@ -1,5 +1,5 @@
-"""What the upload, job and ci-check tests share: archives of the shared fixtures, tokens,
-a real uvicorn server in a thread, and waiting for jobs."""
+"""What the upload, job, ci-check and browser tests share: archives of the shared fixtures,
+tokens, a real uvicorn server in a thread, and waiting for jobs."""
 
 from __future__ import annotations
 

@@ -6,15 +6,15 @@ Screenshots of key states go to ``test-artifacts/e2e/`` (gitignored)."""
 from __future__ import annotations
 
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_support import CHROMIUM, CHROMIUM_ARGS, Viewer, is_expected_console_error
+
+from ci_support import live_server
+from graphboard.server.settings import Settings
 
 WIDE_CHILDREN = 100_000
 
@@ -66,41 +66,18 @@ def wide_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data
 
 
-def _serve(data_dir: Path, state_dir: Path) -> Iterator[str]:
-    import uvicorn
-
-    from graphboard.server.app import create_app
-    from graphboard.server.settings import Settings
-
-    app = create_app(Settings(data_dir=data_dir, state_dir=state_dir))
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
 @pytest.fixture(scope="session")
 def server(e2e_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(e2e_data, tmp_path_factory.mktemp("state"))
+    state = tmp_path_factory.mktemp("state")
+    with live_server(Settings(data_dir=e2e_data, state_dir=state)) as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
 def wide_server(wide_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    yield from _serve(wide_data, tmp_path_factory.mktemp("wide-state"))
+    state = tmp_path_factory.mktemp("wide-state")
+    with live_server(Settings(data_dir=wide_data, state_dir=state)) as base:
+        yield base
 
 
 @pytest.fixture(scope="session")
