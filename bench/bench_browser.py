@@ -31,21 +31,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "bench" / "data"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 WIDE_MODULE = "Module.decoder.TransformerBlock.forward.0"
 FLAT_MODULE = "Module.wide.Sequential.forward.0"
 PAINT_TARGET_S = 1.5
 EXPAND_TARGET_MS = 300.0
+# The browser tests' support: their Chromium (path and flags) and their wide dump.
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 
 def _run(command: list[str]) -> None:
@@ -71,7 +62,6 @@ def synthetic_compare(layers: int) -> Path:
 
 def flat_build(children: int) -> Path:
     """The data dir holding a build with one module of `children` API children."""
-    sys.path.insert(0, str(REPO / "tests" / "e2e"))
     from wide_dump import write_wide_dump
 
     from graphboard.pipeline import BuildOptions, run_build
@@ -234,10 +224,11 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    from browser_support import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         results = bench_compare(browser, args.layers, args.runs)
         results.update(bench_flat(browser, args.children))
         browser.close()

@@ -1,5 +1,5 @@
-"""What the browser tests share: Chromium's path and flags, and a page of the viewer with
-helpers that wait for data rather than sleep."""
+"""What the browser tests share: Chromium's path and flags (bench/bench_browser.py launches
+the same), and a page of the viewer with helpers that wait for data rather than sleep."""
 
 from __future__ import annotations
 
