@@ -8,75 +8,40 @@ python bench/bench_build.py --record   # also write bench/results/build.md
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 from harness import (
-    GRAPH_BUILD,
     SHARED,
-    Row,
-    count_records,
-    msprobe_binary,
     record,
-    repeat,
     steps_only,
     synthetic,
     table,
+    timed_row,
+    versus_msprobe_arguments,
 )
 
 
-def build_row(
-    case: str, dump: Path, runs: int, with_msprobe: bool, extra: tuple[str, ...] = ()
-) -> Row:
-    _, records = count_records(dump)
-    ours = repeat(lambda out: [*GRAPH_BUILD, "-tp", str(dump), "-o", str(out), "-q", *extra], runs)
-    msprobe = msprobe_binary() if with_msprobe else None
-    theirs = (
-        repeat(
-            lambda out: [msprobe, "graph_visualize", "-tp", str(dump), "-o", str(out), *extra], runs
-        )
-        if msprobe
-        else None
-    )
-    print(
-        f"{case}: {ours[0].seconds:.2f}s"
-        + (f" (msprobe {theirs[0].seconds:.2f}s)" if theirs else ""),
-        flush=True,
-    )
-    return Row(case, records, ours, theirs)
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--big", action="store_true", help="add the 1,000,000-record dump")
-    parser.add_argument(
-        "--msprobe-big", action="store_true", help="run msprobe on the big dump too"
-    )
-    parser.add_argument("--no-msprobe", action="store_true")
-    parser.add_argument("--record", action="store_true")
-    args = parser.parse_args()
+    args = versus_msprobe_arguments(__doc__).parse_args()
     with_msprobe = not args.no_msprobe
     rows = [
-        build_row(
+        timed_row(
             "msprobe-resnet50-gpu (2 steps)",
             steps_only(SHARED / "fixtures" / "msprobe-resnet50-gpu", "resnet50"),
             args.runs,
             with_msprobe,
         ),
-        build_row(
+        timed_row(
             "convnet-ddp2 target (2 steps x 2 ranks)",
             SHARED / "fixtures" / "convnet-ddp2" / "target",
             args.runs,
             with_msprobe,
         ),
-        build_row(
+        timed_row(
             "transformer 256 layers (33k construct)",
             synthetic("layers256-golden", "--layers", "256") / "step0" / "rank0",
             args.runs,
             with_msprobe,
         ),
-        build_row(
+        timed_row(
             "transformer 256 layers, -oc",
             synthetic("layers256-golden", "--layers", "256") / "step0" / "rank0",
             args.runs,
@@ -87,7 +52,7 @@ def main() -> None:
     if args.big:
         big = synthetic("records1m-golden", "--records", "1000000") / "step0" / "rank0"
         rows.append(
-            build_row("transformer, 1,000,000 records", big, 1, with_msprobe and args.msprobe_big)
+            timed_row("transformer, 1,000,000 records", big, 1, with_msprobe and args.msprobe_big)
         )
     text = table("graph_build (build mode)", rows)
     print("\n" + text)

@@ -6,6 +6,7 @@ resident set of that process tree, from wait4.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import statistics
@@ -111,6 +112,41 @@ class Row:
     @property
     def ours_s(self) -> float:
         return statistics.median(run.seconds for run in self.ours)
+
+
+def timed_row(
+    case: str, target: Path, runs: int, with_msprobe: bool, flags: Sequence[str] = ()
+) -> Row:
+    """graph_build, and msprobe graph_visualize when asked for and installed, on the same
+    input: ``-tp target`` and ``flags`` (``-gp golden`` for a compare, ``-oc``...)."""
+    _, records = count_records(target)
+    given = ["-tp", str(target), *flags]
+    ours = repeat(lambda out: [*GRAPH_BUILD, *given, "-o", str(out), "-q"], runs)
+    msprobe = msprobe_binary() if with_msprobe else None
+    theirs = (
+        repeat(lambda out: [msprobe, "graph_visualize", *given, "-o", str(out)], runs)
+        if msprobe
+        else None
+    )
+    print(
+        f"{case}: {ours[0].seconds:.2f}s"
+        + (f" (msprobe {theirs[0].seconds:.2f}s)" if theirs else ""),
+        flush=True,
+    )
+    return Row(case, records, ours, theirs)
+
+
+def versus_msprobe_arguments(doc: str) -> argparse.ArgumentParser:
+    """The options of the benchmarks that time graph_build against msprobe."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--big", action="store_true", help="add the 1,000,000-record case")
+    parser.add_argument(
+        "--msprobe-big", action="store_true", help="run msprobe on the big case too"
+    )
+    parser.add_argument("--no-msprobe", action="store_true")
+    parser.add_argument("--record", action="store_true")
+    return parser
 
 
 def table(title: str, rows: list[Row]) -> str:
