@@ -13,12 +13,9 @@ over HTTP with keep-alive, one at a time, as a browser tab sends them.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -28,9 +25,8 @@ import httpx
 
 from graphboard.graph.model import ROOT_NAME, Graph, Node, node_type_of
 from graphboard.store import writer
-from harness import DATA, GRAPH_BUILD, record, synthetic
+from harness import DATA, GRAPH_BUILD, free_port, record, serve, synthetic
 
-SERVE = [str(Path(sys.executable).with_name("graphboard")), "serve"]
 TARGETS_MS = {"children": 30, "node": 30, "search": 150, "filter": 150}
 
 
@@ -90,32 +86,13 @@ def wide_file(folder: Path, children: int) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 class Server:
     """``graphboard serve`` in a child process, stopped by its own pid."""
 
     def __init__(self, data_dir: Path, state_dir: Path) -> None:
-        self.port = _free_port()
-        env = {**os.environ, "GRAPHBOARD_STATE_DIR": str(state_dir)}
-        self.process = subprocess.Popen(
-            [*SERVE, "--data-dir", str(data_dir), "--port", str(self.port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self.port = free_port()
+        self.process = serve(data_dir, self.port, GRAPHBOARD_STATE_DIR=str(state_dir))
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=600)
-        for _ in range(200):
-            try:
-                self.client.get("/api/graphs/none/config")
-                return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise RuntimeError("the server did not start")
 
     def get(self, path: str, **params: Any) -> tuple[float, Any]:
         started = time.perf_counter()

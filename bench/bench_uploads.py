@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,35 +34,9 @@ from pathlib import Path
 
 import httpx
 
-from harness import SHARED, record
+from harness import GRAPHBOARD, SHARED, free_port, record, serve
 
-GRAPHBOARD = str(Path(sys.executable).with_name("graphboard"))
 FIXTURE = SHARED / "fixtures" / "convnet-stats"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _serve(data: Path, port: int, job_workers: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "GRAPHBOARD_JOB_WORKERS": str(job_workers)}
-    process = subprocess.Popen(
-        [GRAPHBOARD, "serve", "--data-dir", str(data), "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/graphs", timeout=1)
-            return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise SystemExit("bench_uploads: graphboard serve did not start")
 
 
 def _token(data: Path) -> str:
@@ -115,9 +87,9 @@ def run(uploads: int, job_workers: int, restart: bool, keep: bool = False) -> Fi
     golden = _pack(FIXTURE / "golden", work / "golden.tar.gz")
     token = _token(data)
     headers = {"Authorization": f"Bearer {token}"}
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = _serve(data, port, job_workers)
+    server = serve(data, port, GRAPHBOARD_JOB_WORKERS=str(job_workers))
     started: dict[str, float] = {}
     latencies: list[float] = []
     lock = threading.Lock()
@@ -151,7 +123,7 @@ def run(uploads: int, job_workers: int, restart: bool, keep: bool = False) -> Fi
         if restart:
             server.send_signal(signal.SIGKILL)  # no shutdown: jobs are queued or running
             server.wait(timeout=10)
-            server = _serve(data, port, job_workers)
+            server = serve(data, port, GRAPHBOARD_JOB_WORKERS=str(job_workers))
         finished: dict[str, tuple[str, float]] = {}
         deadline = time.monotonic() + 600
         with httpx.Client(base_url=base, timeout=60) as client:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -18,11 +19,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 DATA = Path(os.environ.get("GRAPHBOARD_BENCH_DATA", BENCH / "data"))
 SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", REPO.parent / "shared"))
 GRAPH_BUILD = [sys.executable, "-m", "graphboard.cli"]
+GRAPHBOARD = str(Path(sys.executable).with_name("graphboard"))
 
 
 def msprobe_binary() -> str | None:
@@ -73,6 +77,33 @@ def _count_keys(path: Path, depth: int) -> int:
     if document is None:
         return 0
     return len(document) if depth == 1 else len(document.get("data", {}))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve(data_dir: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+    """``graphboard serve`` in a child process (``env``: more GRAPHBOARD_* settings), once it
+    answers. The probe asks for a file that is not there: no file is opened, so the first
+    measured request still finds the server cold."""
+    process = subprocess.Popen(
+        [GRAPHBOARD, "serve", "--data-dir", str(data_dir), "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/graphs/none/config", timeout=1)
+            return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"graphboard serve did not start on port {port}")
 
 
 @dataclass(slots=True)
