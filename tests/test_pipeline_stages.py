@@ -4,7 +4,6 @@ leaves nothing behind."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -12,16 +11,7 @@ import pytest
 from fixture_cases import fixture_path
 from graphboard.errors import CompareError, LayoutError
 from graphboard.pipeline import BuildOptions, finish_build, plan_build, process_task, run_build
-
-
-def _rows(path: Path) -> list[tuple[str, int, int, int]]:
-    with sqlite3.connect(path) as conn:
-        return sorted(
-            conn.execute(
-                "SELECT data_source, step, rank, count(*) FROM tb_nodes "
-                "GROUP BY data_source, step, rank"
-            ).fetchall()
-        )
+from vis_db_support import nodes_per_graph
 
 
 def test_planning_lists_the_tasks_in_order_and_is_repeatable(tmp_path: Path) -> None:
@@ -66,7 +56,7 @@ def test_parts_built_one_by_one_merge_into_what_run_build_writes(tmp_path: Path)
     whole = run_build(
         BuildOptions(target=ddp2 / "target", golden=ddp2 / "golden", output_dir=tmp_path / "whole")
     )
-    assert _rows(staged.path) == _rows(whole.path)
+    assert nodes_per_graph(staged.path) == nodes_per_graph(whole.path)
     assert staged.steps == whole.steps and staged.ranks == whole.ranks
 
 

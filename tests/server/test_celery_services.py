@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from graphboard.server.catalog.models import Base, JobPart
 from graphboard.server.catalog.session import alembic_config
 from graphboard.server.settings import Settings
 from services import postgres_server, redis_server
+from vis_db_support import nodes_per_graph
 
 pytestmark = pytest.mark.services
 
@@ -89,16 +89,6 @@ def test_the_catalog_migrations_run_on_postgresql(settings: Settings) -> None:
     catalog.dispose()
 
 
-def _nodes_per_graph(path: Path) -> list[tuple[str, int, int, int]]:
-    with sqlite3.connect(path) as conn:
-        return sorted(
-            conn.execute(
-                "SELECT data_source, step, rank, count(*) FROM tb_nodes "
-                "GROUP BY data_source, step, rank"
-            ).fetchall()
-        )
-
-
 def test_a_multi_rank_build_fans_out_on_celery_workers(
     settings: Settings, worker: Path, tmp_path: Path
 ) -> None:
@@ -129,7 +119,7 @@ def test_a_multi_rank_build_fans_out_on_celery_workers(
     local = run_build(
         BuildOptions(target=ddp2 / "target", golden=ddp2 / "golden", output_dir=tmp_path / "ref")
     )
-    assert _nodes_per_graph(fanned_out) == _nodes_per_graph(local.path)
+    assert nodes_per_graph(fanned_out) == nodes_per_graph(local.path)
     assert "graphboard.build_part" in worker.read_text()
 
 
