@@ -29,6 +29,18 @@ MSPROBE_FILES: dict[str, tuple[str, str]] = {
     "msprobe/deep/resnet50-build": ("msprobe-resnet50-gpu", "reference-build"),
 }
 Q = {"side": "NPU", "step": 0, "rank": 0}
+# The per-graph routes that read the nodes of one (side, step, rank): /api/graphs/{graph}/...
+NODE_ROUTES = (
+    "children",
+    "node",
+    "path",
+    "search",
+    "filter",
+    "peers",
+    "first-error",
+    "worst",
+    "matches",
+)
 
 
 def populate(root: Path, built: BuildFn, ids: list[str] | None = None) -> Path:

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from fastapi.testclient import TestClient
-from served_files import MSPROBE_FILES, OUR_BUILDS, Q
+from served_files import MSPROBE_FILES, NODE_ROUTES, OUR_BUILDS, Q
 from sqlalchemy import select
 
 from graphboard.server.catalog.models import KnownGraph
@@ -103,15 +103,7 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     paths = set(schema["paths"])
     for suffix in (
-        "children",
-        "node",
-        "path",
-        "search",
-        "filter",
-        "peers",
-        "first-error",
-        "worst",
-        "matches",
+        *NODE_ROUTES,
         "matches/undo",
         "matches/history",
         "matches/vis-config",

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from fastapi.testclient import TestClient
-from served_files import Q
+from served_files import NODE_ROUTES, Q
 
 GRAPHS = [
     "ours/convnet-stats",
@@ -292,17 +292,7 @@ def test_bad_parameters_and_unknown_nodes(
 
 
 def test_unknown_file_is_404(client: TestClient) -> None:
-    for what in (
-        "children",
-        "node",
-        "path",
-        "search",
-        "filter",
-        "peers",
-        "first-error",
-        "worst",
-        "matches",
-    ):
+    for what in NODE_ROUTES:
         response = client.get(
             f"/api/graphs/ours/nothing-here/{what}", params={**Q, "name": "x", "q": "x"}
         )
