@@ -19,7 +19,6 @@ from graphboard.probe import api_catalog
 from graphboard.probe.grad_flow import grad_nodes, watch_api
 from graphboard.probe.patching import Patches
 from graphboard.probe.session import Record, Session
-from graphboard.probe.stacks import capture_stack
 
 API_NAMESPACES: tuple[tuple[str, Any, tuple[str, ...]], ...] = (
     ("Torch", torch, api_catalog.TORCH),
@@ -36,28 +35,31 @@ def record_api_call(
     kwargs: dict[str, Any],
 ) -> Any:
     name = f"{api}.{session.counters.next(api)}.forward"
-    parent = session.current_parent()
-    session.add_stack(name, capture_stack())
-    leaves = session.leaves
+    parent = session.begin_call(name)
     with session.quiet():
-        record: Record = {
-            "input_args": leaves.args(args, f"{name}.input"),
-            "input_kwargs": leaves.kwargs(kwargs, f"{name}.input"),
-        }
+        record: Record = session.leaves.inputs(args, kwargs, name)
         nodes_before = grad_nodes((args, kwargs))
         output = original(*args, **kwargs)
-        record["output"] = leaves.output(output, f"{name}.output")
+        record["output"] = session.leaves.output(output, f"{name}.output")
         watch_api(session, name, output, nodes_before)
     session.add_forward(name, parent, record)
     return output
 
 
-def _wrap(session: Session, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
+RecordCall = Callable[[Session, str, Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+
+
+def wrap_call(
+    session: Session, api: str, original: Callable[..., Any], record_call: RecordCall
+) -> Callable[..., Any]:
+    """``original`` recorded by ``record_call`` while the session accepts calls, and left
+    alone otherwise (the probe's own work, calls made inside a recorded call)."""
+
     @functools.wraps(original)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not session.accepts_call():
             return original(*args, **kwargs)
-        return record_api_call(session, api, original, args, kwargs)
+        return record_call(session, api, original, args, kwargs)
 
     return wrapper
 
@@ -68,4 +70,5 @@ def install_api_wrappers(session: Session, patches: Patches) -> None:
             original = getattr(owner, name, None)
             if original is None or not callable(original) or isinstance(original, type):
                 continue
-            patches.replace(owner, name, _wrap(session, f"{prefix}.{name}", original))
+            wrapper = wrap_call(session, f"{prefix}.{name}", original, record_api_call)
+            patches.replace(owner, name, wrapper)

@@ -14,17 +14,16 @@ The wrappers replace the functions both in ``torch.distributed`` and in
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from graphboard.probe import api_catalog
+from graphboard.probe.api_calls import wrap_call
 from graphboard.probe.leaves import Json
 from graphboard.probe.patching import Patches
 from graphboard.probe.session import Record, Session
-from graphboard.probe.stacks import capture_stack
 
 # api -> (parameter name, position) of the argument that only receives data
 _RECEIVE_BUFFERS: dict[str, tuple[str, int]] = {
@@ -154,8 +153,7 @@ def record_distributed_call(
 ) -> Any:
     key = f"Distributed.{api}"
     name = f"{key}.{session.counters.next(key)}.forward"
-    parent = session.current_parent()
-    session.add_stack(name, capture_stack())
+    parent = session.begin_call(name)
     with session.quiet():
         masked_args, masked_kwargs = _masked_inputs(api, args, kwargs)
         record: Record = {
@@ -199,16 +197,6 @@ def _wrap_works(result: Any, pending: _PendingOutput) -> Any:
     return RecordingWork(result, pending)
 
 
-def _wrap(session: Session, api: str, original: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not session.accepts_call():
-            return original(*args, **kwargs)
-        return record_distributed_call(session, api, original, args, kwargs)
-
-    return wrapper
-
-
 def install_distributed_wrappers(session: Session, patches: Patches) -> None:
     if not torch.distributed.is_available():
         return
@@ -218,7 +206,7 @@ def install_distributed_wrappers(session: Session, patches: Patches) -> None:
         original = getattr(torch.distributed, api, None)
         if original is None:
             continue
-        wrapper = _wrap(session, api, original)
+        wrapper = wrap_call(session, api, original, record_distributed_call)
         patches.replace(torch.distributed, api, wrapper)
         if getattr(c10d, api, None) is original:
             patches.replace(c10d, api, wrapper)

@@ -51,6 +51,13 @@ class LeafWriter:
 
     # Record sections -------------------------------------------------------------------------
 
+    def inputs(self, args: Sequence[Any], kwargs: Mapping[str, Any], name: str) -> dict[str, Json]:
+        """A call's ``input_args`` and ``input_kwargs`` as it was given them."""
+        return {
+            "input_args": self.args(args, f"{name}.input"),
+            "input_kwargs": self.kwargs(kwargs, f"{name}.input"),
+        }
+
     def args(self, values: Sequence[Any], path: str) -> list[Json]:
         return [self.value(item, f"{path}.{index}") for index, item in enumerate(values)]
 

@@ -17,7 +17,6 @@ from torch.utils.hooks import RemovableHandle
 
 from graphboard.probe.grad_flow import InputEdges, watch_module
 from graphboard.probe.session import Record, Session
-from graphboard.probe.stacks import capture_stack
 
 
 def named_modules(models: Sequence[nn.Module]) -> list[tuple[str, nn.Module]]:
@@ -76,14 +75,9 @@ class ModuleHooks:
             calls.append(None)
             return
         name = f"{prefix}.forward.{session.counters.next(prefix)}"
-        parent = session.current_parent()
-        session.add_stack(name, capture_stack())
-        leaves = session.leaves
+        parent = session.begin_call(name)
         with session.quiet():
-            record: Record = {
-                "input_args": leaves.args(args, f"{name}.input"),
-                "input_kwargs": leaves.kwargs(kwargs, f"{name}.input"),
-            }
+            record: Record = session.leaves.inputs(args, kwargs, name)
             inputs = InputEdges.capture(args, kwargs)
         session.enter_module(name, parent)
         calls.append(_ForwardCall(name, parent, record, inputs))

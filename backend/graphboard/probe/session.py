@@ -20,7 +20,7 @@ from graphboard.graph.names import backward_twin
 from graphboard.probe.config import Level, Task
 from graphboard.probe.hierarchy import Hierarchy
 from graphboard.probe.leaves import Json, LeafWriter
-from graphboard.probe.stacks import Frames, StackBook
+from graphboard.probe.stacks import StackBook, capture_stack
 
 Record = dict[str, Json]
 Finisher = Callable[[], None]
@@ -106,10 +106,13 @@ class Session:
 
     # Records -----------------------------------------------------------------------------
 
-    def add_stack(self, name: str, stack: Frames) -> None:
-        """Taken when a call starts, so stack.json lists calls in the order they began."""
+    def begin_call(self, name: str) -> str | None:
+        """A forward call starts: its stack is taken now, so that stack.json lists calls in the
+        order they began. Returns the scope it is called in (its parent)."""
+        stack = capture_stack()
         with self._lock:
             self.stacks.add(name, stack)
+        return self.current_parent()
 
     def add_forward(self, name: str, parent: str | None, record: Record) -> None:
         with self._lock:
