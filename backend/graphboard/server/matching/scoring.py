@@ -124,16 +124,10 @@ class PairScorer:
         introduced = comparison.introduced_level if comparison is not None else None
         inputs, outputs = node_display(target_params, t.name, self.mode, comparison)
         self.rows.append(
-            OverlayRow(
-                data_source=self.npu.side,
-                step=self.npu.step,
-                rank=self.npu.rank,
-                node_name=t.name,
-                node_order=t.node_order,
-                manual=True,
-                matched=True,
-                counterpart=g.name,
-                counterpart_order=g.node_order,
+            _overlay_row(
+                self.npu,
+                t,
+                g,
                 precision_index=precision,
                 level=level,
                 introduced=int(introduced) if introduced is not None else 0,
@@ -141,48 +135,51 @@ class PairScorer:
                 output_data=merged_display(stored_t[1], outputs),
             )
         )
-        self.rows.append(self._golden_row(g, matched_with=t))
+        self.rows.append(_overlay_row(self.bench, g, t))
         return ScoredPair(t.name, g.name, precision, level)
 
     def unpair(self, t: NodeSummary, g: NodeSummary) -> ScoredPair:
         stored = self.db.stored_data(self.npu, t.name)
         assert stored is not None
         self.rows.append(
-            OverlayRow(
-                data_source=self.npu.side,
-                step=self.npu.step,
-                rank=self.npu.rank,
-                node_name=t.name,
-                node_order=t.node_order,
-                manual=True,
-                matched=False,
-                counterpart=None,
-                counterpart_order=None,
-                precision_index=None,
-                level=None,
-                introduced=0,
+            _overlay_row(
+                self.npu,
+                t,
+                None,
                 input_data=display_without_comparison(stored[0]),
                 output_data=display_without_comparison(stored[1]),
             )
         )
-        self.rows.append(self._golden_row(g, matched_with=None))
+        self.rows.append(_overlay_row(self.bench, g, None))
         return ScoredPair(t.name, g.name, None, None)
 
-    def _golden_row(self, g: NodeSummary, matched_with: NodeSummary | None) -> OverlayRow:
-        """The golden side only learns who it is paired with: metrics live on the target."""
-        return OverlayRow(
-            data_source=self.bench.side,
-            step=self.bench.step,
-            rank=self.bench.rank,
-            node_name=g.name,
-            node_order=g.node_order,
-            manual=True,
-            matched=matched_with is not None,
-            counterpart=matched_with.name if matched_with is not None else None,
-            counterpart_order=matched_with.node_order if matched_with is not None else None,
-            precision_index=None,
-            level=None,
-            introduced=0,
-            input_data=None,
-            output_data=None,
-        )
+
+def _overlay_row(
+    key: GraphKey,
+    node: NodeSummary,
+    counterpart: NodeSummary | None,
+    *,
+    precision_index: float | None = None,
+    level: int | None = None,
+    introduced: int = 0,
+    input_data: str | None = None,
+    output_data: str | None = None,
+) -> OverlayRow:
+    """A node's state after a manual (un)match: paired with ``counterpart`` (None: with
+    nobody). The scores are the target's to carry; a golden row only learns its partner."""
+    return OverlayRow(
+        data_source=key.side,
+        step=key.step,
+        rank=key.rank,
+        node_name=node.name,
+        node_order=node.node_order,
+        manual=True,
+        matched=counterpart is not None,
+        counterpart=counterpart.name if counterpart is not None else None,
+        counterpart_order=counterpart.node_order if counterpart is not None else None,
+        precision_index=precision_index,
+        level=level,
+        introduced=introduced,
+        input_data=input_data,
+        output_data=output_data,
+    )
