@@ -10,7 +10,7 @@ from graphboard.dump.records import Param
 from graphboard.graph.model import NodeType
 from graphboard.server import schemas
 from graphboard.store.param_parse import params_from_display, split_fields
-from graphboard.store.reader import FileConfig, GraphStats, NodeRecord, NodeSummary
+from graphboard.store.reader import FileConfig, NodeRecord, NodeSummary
 
 _TYPE_NAMES: dict[int, schemas.NodeTypeName] = {
     NodeType.MODULE: "module",
@@ -53,35 +53,6 @@ def node_out(summary: NodeSummary, side: str, config: FileConfig) -> schemas.Nod
 
 def nodes_out(summaries: list[NodeSummary], side: str, config: FileConfig) -> list[schemas.NodeOut]:
     return [node_out(summary, side, config) for summary in summaries]
-
-
-def config_out(config: FileConfig) -> schemas.GraphConfigOut:
-    return schemas.GraphConfigOut(
-        graph_type=config.graph_type,
-        data_mode=config.data_mode,
-        micro_steps=config.micro_steps,
-        overflow_check=config.overflow_check,
-        node_colors=config.node_colors,
-        tool_tip=config.tool_tip,
-        ranks=config.ranks,
-        steps=config.steps,
-    )
-
-
-def stats_out(stats: GraphStats) -> schemas.GraphStatsOut:
-    return schemas.GraphStatsOut(
-        side=stats.side,
-        step=stats.step,
-        rank=stats.rank,
-        node_count=stats.node_count,
-        micro_steps=stats.micro_steps,
-        matched=stats.matched,
-        unmatched=stats.unmatched,
-        pass_count=stats.pass_count,
-        warning_count=stats.warning_count,
-        error_count=stats.error_count,
-        first_error=stats.first_error,
-    )
 
 
 def side_out(record: NodeRecord, side: str, config: FileConfig) -> schemas.NodeSideOut:

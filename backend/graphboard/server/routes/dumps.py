@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
@@ -22,7 +20,7 @@ async def list_dumps(_token: TokenDep, settings: SettingsDep) -> DumpListOut:
     server's state are skipped."""
     folders, mappings, truncated = await run_in_threadpool(find_dump_folders, settings.data_root)
     return DumpListOut(
-        folders=[DumpFolderOut.model_validate(asdict(found)) for found in folders],
+        folders=[DumpFolderOut.model_validate(found, from_attributes=True) for found in folders],
         layer_mappings=mappings,
         truncated=truncated,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter
 
 from graphboard.errors import GraphboardError
-from graphboard.server import present, schemas
+from graphboard.server import schemas
 from graphboard.server.catalog import known_graphs
 from graphboard.server.deps import CatalogSession, GraphFilePath, GraphId, SettingsDep
 from graphboard.server.paths import GraphFile, discover
@@ -51,8 +51,10 @@ def describe(found: GraphFile, settings: Settings) -> schemas.GraphFileOut:
     except GraphboardError as error:
         entry.error = str(error)
         return entry
-    entry.config = present.config_out(config)
-    entry.graphs = [present.stats_out(graph) for graph in graphs]
+    entry.config = schemas.GraphConfigOut.model_validate(config, from_attributes=True)
+    entry.graphs = [
+        schemas.GraphStatsOut.model_validate(graph, from_attributes=True) for graph in graphs
+    ]
     entry.writable = config.compare and _writable(found.path, settings)
     targets = [graph for graph in graphs if graph.side == "NPU" and graph.matched is not None]
     if targets:
