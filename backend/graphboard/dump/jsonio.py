@@ -149,6 +149,24 @@ class _TextStream:
             raise self.fail(self.pos, f"expecting {char!r}")
         self.pos += 1
 
+    def keys(self, what: str) -> Iterator[str]:
+        """The keys of the object that starts here, each yielded with the stream at its value,
+        which the caller reads before asking for the next key; ``what`` names a key in errors."""
+        self.expect("{")
+        first = True
+        while True:
+            if self.peek() == "}":
+                self.pos += 1
+                return
+            if not first:
+                self.expect(",")
+            first = False
+            key = self.value()
+            if not isinstance(key, str):
+                raise self.fail(self.pos, f"expecting a {what}")
+            self.expect(":")
+            yield key
+
     def value(self) -> Any:
         self.skip_ws()
         while True:
@@ -226,38 +244,14 @@ class DumpFile:
             stream.fill()
             if not stream.buf.strip():
                 raise DumpError(self.path, "file is empty", expected="a JSON object")
-            stream.expect("{")
-            first = True
-            while True:
-                if stream.peek() == "}":
-                    stream.pos += 1
-                    break
-                if not first:
-                    stream.expect(",")
-                first = False
-                key = stream.value()
-                if not isinstance(key, str):
-                    raise stream.fail(stream.pos, "expecting a property name")
-                stream.expect(":")
+            for key in stream.keys("property name"):
                 if key != "data":
                     self.header[key] = stream.value()
                     continue
                 if stream.peek() != "{":
                     self._check_data(stream.value())
                 self.has_data = True
-                stream.expect("{")
-                first_record = True
-                while True:
-                    if stream.peek() == "}":
-                        stream.pos += 1
-                        break
-                    if not first_record:
-                        stream.expect(",")
-                    first_record = False
-                    name = stream.value()
-                    if not isinstance(name, str):
-                        raise stream.fail(stream.pos, "expecting a node name")
-                    stream.expect(":")
+                for name in stream.keys("node name"):
                     yield name, stream.value()
             if not self.has_data:
                 self._check_data(None)
