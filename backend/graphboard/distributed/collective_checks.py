@@ -87,9 +87,11 @@ def _slot(items: list[TensorStats | None] | None, index: int | None) -> TensorSt
     return items[index]
 
 
-def _incomplete(instance: Instance) -> Check:
+def _incomplete(instance: Instance, same: dict[int, TensorStats | None] | None = None) -> Check:
+    """Members are missing: nothing can be checked against the group, but what the present
+    members hold (``same``) must still agree."""
     missing = [rank for rank in instance.members if rank not in instance.calls]
-    return Check(group=unknown(f"rank(s) {ranks_text(missing)} missing from the call"))
+    return Check(group=unknown(f"rank(s) {ranks_text(missing)} missing from the call"), same=same)
 
 
 def _input(position: int, name: str) -> Callable[[Call], TensorStats | None]:
@@ -103,9 +105,7 @@ def _output(position: int, name: str) -> Callable[[Call], TensorStats | None]:
 def _check_all_reduce(instance: Instance) -> Check:
     results = instance.each(_output(0, "tensor"))
     if not instance.complete:
-        check = _incomplete(instance)
-        check.same = results
-        return check
+        return _incomplete(instance, same=results)
     op = next(iter(instance.calls.values())).reduce_op()
     parts = instance.all_members(_input(0, "tensor"))
     distinct = set(results.values())
@@ -192,9 +192,7 @@ def _check_all_to_all(instance: Instance) -> Check:
 def _check_all_gather_into_tensor(instance: Instance) -> Check:
     results = instance.each(_output(0, "output_tensor"))
     if not instance.complete:
-        check = _incomplete(instance)
-        check.same = results
-        return check
+        return _incomplete(instance, same=results)
     expected = pooled(instance.all_members(_input(1, "input_tensor")))
     per_rank = {rank: compare_pooled(expected, got, "gathered") for rank, got in results.items()}
     return Check(per_rank=per_rank, same=results)
