@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +28,27 @@ def _settings(args: argparse.Namespace) -> Any:
     return Settings(**given)
 
 
-def _catalog(args: argparse.Namespace) -> Any:
+@contextmanager
+def _catalog_session(args: argparse.Namespace) -> Iterator[Any]:
+    """A session of the catalog the server would use; its engine is closed afterwards."""
     from graphboard.server.catalog import Catalog
 
     settings = _settings(args)
     if not settings.data_root.is_dir():
         raise GraphboardError(f"{settings.data_dir}: the data dir does not exist")
-    return Catalog(settings.catalog_url)
+    catalog = Catalog(settings.catalog_url)
+    try:
+        with catalog.session() as session:
+            yield session
+    finally:
+        catalog.dispose()
 
 
 def _token_create(args: argparse.Namespace) -> int:
     from graphboard.server.catalog import tokens
 
-    catalog = _catalog(args)
-    try:
-        with catalog.session() as session:
-            created = tokens.create(session, args.name)
-    finally:
-        catalog.dispose()
+    with _catalog_session(args) as session:
+        created = tokens.create(session, args.name)
     print(
         f"graphboard: token {created.prefix} ({created.name!r}) created; it is shown once, "
         "keep it secret",
@@ -56,27 +61,19 @@ def _token_create(args: argparse.Namespace) -> int:
 def _token_list(args: argparse.Namespace) -> int:
     from graphboard.server.catalog import tokens
 
-    catalog = _catalog(args)
-    try:
-        with catalog.session() as session:
-            for row in tokens.listed(session):
-                state = "revoked" if row.revoked_at else "active"
-                used = row.last_used_at.isoformat(timespec="seconds") if row.last_used_at else "-"
-                print(f"{row.prefix}\t{state}\tlast used {used}\t{row.name}")
-    finally:
-        catalog.dispose()
+    with _catalog_session(args) as session:
+        for row in tokens.listed(session):
+            state = "revoked" if row.revoked_at else "active"
+            used = row.last_used_at.isoformat(timespec="seconds") if row.last_used_at else "-"
+            print(f"{row.prefix}\t{state}\tlast used {used}\t{row.name}")
     return 0
 
 
 def _token_revoke(args: argparse.Namespace) -> int:
     from graphboard.server.catalog import tokens
 
-    catalog = _catalog(args)
-    try:
-        with catalog.session() as session:
-            done = tokens.revoke(session, args.prefix)
-    finally:
-        catalog.dispose()
+    with _catalog_session(args) as session:
+        done = tokens.revoke(session, args.prefix)
     if not done:
         raise GraphboardError(f"no active token with prefix {args.prefix!r}")
     print(f"graphboard: token {args.prefix} revoked", file=sys.stderr)
