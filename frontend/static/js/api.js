@@ -1,6 +1,8 @@
 // The HTTP API of graphboard's server (see /docs), one function per call. Graph ids may hold
 // '/', so each segment is encoded on its own. Errors arrive as {error: {code, message}}.
 
+import { saved } from './storage.js';
+
 export class ApiError extends Error {
   constructor(status, code, message, details = null) {
     super(message);
@@ -29,11 +31,7 @@ function query(params) {
 export const TOKEN_KEY = 'graphboard.token';
 
 export function storedToken() {
-  try {
-    return globalThis.localStorage?.getItem(TOKEN_KEY) || null;
-  } catch {
-    return null; // storage disabled
-  }
+  return saved(TOKEN_KEY) || null;
 }
 
 /** @param {{base?: string, fetchImpl?: typeof fetch, token?: () => string | null}} options */

@@ -14,28 +14,11 @@ import { renderLegend } from './panels/legend.js';
 import { MatchPanel } from './panels/match_panel.js';
 import { SearchPanel } from './panels/search_panel.js';
 import { createStore } from './state.js';
+import { STORAGE, save, saved } from './storage.js';
 import { TreePane } from './tree/tree_pane.js';
 import { buildUrlSearch, parseUrlState } from './url_state.js';
 
 const OTHER = { NPU: 'Bench', Bench: 'NPU' };
-const STORAGE = { theme: 'graphboard.theme', lang: 'graphboard.lang', sync: 'graphboard.sync' };
-
-function saved(key) {
-  try {
-    return localStorage.getItem(key);
-  } catch {
-    return null; // storage disabled: the defaults will do
-  }
-}
-
-function save(key, value) {
-  try {
-    localStorage.setItem(key, value);
-  } catch {
-    /* storage disabled */
-  }
-}
-
 export class App {
   constructor(doc = document, { api = createApi() } = {}) {
     this.doc = doc;

@@ -5,26 +5,8 @@
 import { ApiError, TOKEN_KEY, createApi, storedToken } from '../api.js';
 import { el, setChildren } from '../dom.js';
 import { applyTranslations, pickLanguage, translate } from '../i18n.js';
+import { STORAGE, save, saved } from '../storage.js';
 import { dumpOptions, followJob, jobRequest, progressText, uploadForm, verdictRows } from './jobs.js';
-
-const STORAGE = { theme: 'graphboard.theme', lang: 'graphboard.lang' };
-
-function saved(key) {
-  try {
-    return localStorage.getItem(key);
-  } catch {
-    return null;
-  }
-}
-
-function save(key, value) {
-  try {
-    if (value === null) localStorage.removeItem(key);
-    else localStorage.setItem(key, value);
-  } catch {
-    /* storage disabled: the choice lasts for this page only */
-  }
-}
 
 export class BuildPage {
   constructor(doc = document, { api = createApi() } = {}) {
