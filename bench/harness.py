@@ -62,7 +62,12 @@ def steps_only(fixture: Path, name: str) -> Path:
 
 
 def count_records(root: Path) -> tuple[int, int]:
-    """(construct entries, dump records) over every rank folder, counted without parsing."""
+    """(construct entries, dump records) over every rank folder.
+
+    Counted in a child process: parsing a million-record dump.json here would raise this
+    process's peak RSS, and every benchmarked command forked from it inherits that peak in its
+    own ``ru_maxrss`` (Linux carries the high-water mark across fork and exec).
+    """
     construct = records = 0
     for rank_dir in {path.parent for path in root.rglob("construct.json")}:
         construct += _count_keys(rank_dir / "construct.json", depth=1)
@@ -70,13 +75,23 @@ def count_records(root: Path) -> tuple[int, int]:
     return construct, records
 
 
-def _count_keys(path: Path, depth: int) -> int:
-    import orjson
+_COUNT_KEYS = """
+import sys, orjson
+document = orjson.loads(open(sys.argv[1], "rb").read())
+print(len(document) if sys.argv[2] == "1" else len(document.get("data", {})))
+"""
 
-    document = orjson.loads(path.read_bytes()) if path.stat().st_size < 2**31 else None
-    if document is None:
+
+def _count_keys(path: Path, depth: int) -> int:
+    if path.stat().st_size >= 2**31:
         return 0
-    return len(document) if depth == 1 else len(document.get("data", {}))
+    counted = subprocess.run(
+        [sys.executable, "-c", _COUNT_KEYS, str(path), str(depth)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return int(counted.stdout)
 
 
 def free_port() -> int:
