@@ -11,7 +11,7 @@
 The files are built once and cached under ``bench/data/`` (gitignored); building the 10,000
 layer compare takes ~13 minutes on 2 cores.
 
-    .venv/bin/python bench/bench_browser.py [--layers 10000] [--runs 5]
+    .venv/bin/python bench/bench_browser.py [--layers 10000] [--runs 5] [--record]
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from harness import recorded
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "bench" / "data"
@@ -223,7 +225,13 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=10_000)
     parser.add_argument("--children", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--record", action="store_true", help="also write bench/results/browser.md")
     args = parser.parse_args()
+    with recorded("browser", args.record):
+        measure_and_report(args)
+
+
+def measure_and_report(args: argparse.Namespace) -> None:
     from browser_support import CHROMIUM, CHROMIUM_ARGS
     from playwright.sync_api import sync_playwright
 

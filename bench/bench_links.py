@@ -6,7 +6,7 @@ broadcast in its tensor-parallel group of 8, 20 batch_isend_irecv with its data-
 peer), writes their tb_nodes rows into a temporary .vis.db, and times ``link_ranks`` alone:
 pairing, the data checks, the topology and every SQL write.
 
-    .venv/bin/python bench/bench_links.py [--ranks 128 1024] [--repeat 3]
+    .venv/bin/python bench/bench_links.py [--ranks 128 1024] [--repeat 3] [--record]
 
 Prints wall and CPU time (CPU time is what to compare on a shared machine; with --repeat, the
 run with the least CPU time), communication ops per CPU second, the wall seconds of each
@@ -26,6 +26,7 @@ from graphboard.distributed import CommNode, LinkSummary, link_ranks
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import NPU
 from graphboard.store import writer
+from harness import recorded
 
 TP = 8  # tensor-parallel group size: collectives are linked within it
 OPS_PER_RANK = 200
@@ -158,11 +159,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[128, 1024])
     parser.add_argument("--repeat", type=int, default=1, help="runs per size; the least CPU")
+    parser.add_argument("--record", action="store_true", help="also write bench/results/links.md")
     args = parser.parse_args()
     if any(ranks % (2 * TP) for ranks in args.ranks):
         parser.error(f"--ranks must be multiples of {2 * TP}")
+    with recorded("links", args.record):
+        link_and_report(args.ranks, args.repeat)
+
+
+def link_and_report(sizes: list[int], repeat: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        per_op = {ranks: run(ranks, Path(folder), args.repeat) for ranks in sorted(args.ranks)}
+        per_op = {ranks: run(ranks, Path(folder), repeat) for ranks in sorted(sizes)}
     smallest, largest = min(per_op), max(per_op)
     if smallest != largest:
         print(

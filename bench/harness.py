@@ -7,6 +7,7 @@ resident set of that process tree, from wait4.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import socket
@@ -15,9 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import httpx
 
@@ -222,3 +225,30 @@ def record(name: str, text: str) -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M")
     machine = f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at start"
     (BENCH / "results" / f"{name}.md").write_text(f"# {name} ({stamp}, {machine})\n\n{text}\n")
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
+
+
+@contextmanager
+def recorded(name: str, enabled: bool) -> Iterator[None]:
+    """Print as usual and, when ``enabled``, also keep what was printed as bench/results/<name>.md
+    (a fenced block: these benchmarks print free-form lines, not a table)."""
+    if not enabled:
+        yield
+        return
+    kept = io.StringIO()
+    with redirect_stdout(_Tee(sys.stdout, kept)):
+        yield
+    record(name, "```\n" + kept.getvalue().strip("\n") + "\n```")
