@@ -7,10 +7,14 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphboard import __version__
 from graphboard.errors import GraphboardError
 from graphboard.progress import ProgressBar, ProgressCallback, silent
+
+if TYPE_CHECKING:  # the server's settings load only for serve and demo
+    from graphboard.server.settings import Settings
 
 
 def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,29 +138,36 @@ def _run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_settings(args: argparse.Namespace) -> Settings:
+    from graphboard.server.settings import Settings
+
+    given = {"data_dir": args.data_dir, "host": args.host, "port": args.port}
+    return Settings(**{name: value for name, value in given.items() if value is not None})
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from graphboard.server.app import create_app
-    from graphboard.server.settings import Settings
 
-    given = {"data_dir": args.data_dir, "host": args.host, "port": args.port}
-    settings = Settings(**{name: value for name, value in given.items() if value is not None})
+    settings = _serve_settings(args)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
     return 0
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from graphboard.demo import build_demo, viewer_url
+    from graphboard.demo import build_demo, findings
 
     result = build_demo(args.out)
     print(f"demo: wrote {result.path} ({result.seconds:.2f}s)")
-    if args.no_serve:
-        return 0
     args.data_dir = result.path.parent
-    print(
-        f"demo: open {viewer_url(args.host or '127.0.0.1', args.port or 8000, result)}", flush=True
-    )
+    settings = _serve_settings(args)
+    for line in findings(result, settings.cache_dir, f"http://{settings.host}:{settings.port}"):
+        print(f"demo:{line}")
+    if args.no_serve:
+        print(f"demo: to browse it: graphboard serve --data-dir {args.data_dir}")
+        return 0
+    sys.stdout.flush()
     return _run_serve(args)
 
 

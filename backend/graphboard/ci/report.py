@@ -6,15 +6,21 @@ from typing import Any
 
 
 def verdict_lines(verdict: dict[str, Any], server: str, max_errors: int, passed: bool) -> list[str]:
-    counts, overflow = verdict["counts"], verdict["overflow"]
-    errors = counts["error"]
+    errors = verdict["counts"]["error"]
     head = (
         f"PASS ({errors} error(s), at most {max_errors} allowed)"
         if passed
         else f"FAIL ({errors} error(s), more than the {max_errors} allowed)"
     )
+    return [f"graphboard verdict: {head}", *findings_lines(verdict, server)]
+
+
+def findings_lines(verdict: dict[str, Any], server: str) -> list[str]:
+    """What a compare found (counts, overflow, where the first error starts) and the URL that
+    opens it on ``server``; indented under a heading line."""
+    counts, overflow = verdict["counts"], verdict["overflow"]
+    errors = counts["error"]
     lines = [
-        f"graphboard verdict: {head}",
         f"  graph     {verdict['graph']} ({verdict['graph_type']}, "
         f"{verdict.get('data_mode') or 'no'} mode, steps {verdict['steps']}, ranks {verdict['ranks']})",
         f"  nodes     {counts['pass']} pass, {counts['warning']} warning, {errors} error, "
