@@ -4,6 +4,7 @@ leaves nothing behind."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,24 @@ def test_a_failed_merge_leaves_no_file(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="file is not a database"):
         finish_build(plan, [result], [part])
     assert list((tmp_path / "out").iterdir()) == [] and not part.exists()
+
+
+def test_a_task_leaves_no_cyclic_garbage(tmp_path: Path) -> None:
+    """A compare's graphs are freed by reference counting when its task ends, not left to the
+    cyclic collector (which would stall on millions of objects when it resumes)."""
+    stats = fixture_path("convnet-stats")
+    options = BuildOptions(
+        target=stats / "target", golden=stats / "golden", output_dir=tmp_path / "out"
+    )
+    plan = plan_build(options)
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()  # only process_task's own garbage is counted below
+    try:
+        result = process_task(plan.tasks[0], options, tmp_path / "part0.db")
+        unreachable = gc.collect()
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert result.match is not None and result.match["target_matched"] > 0
+    assert unreachable < 50, f"{unreachable} objects were only collectable as cycles"

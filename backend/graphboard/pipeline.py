@@ -218,6 +218,8 @@ def _process_task(
     warnings = [warning for graph in graphs for warning in graph.warnings]
     comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
     micro_steps = max(graph.micro_steps for graph in graphs)
+    for graph in graphs:
+        graph.release()
     return TaskResult(
         task.step,
         task.rank,
