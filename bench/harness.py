@@ -17,8 +17,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
 from typing import TextIO
 
@@ -67,34 +69,24 @@ def steps_only(fixture: Path, name: str) -> Path:
 def count_records(root: Path) -> tuple[int, int]:
     """(construct entries, dump records) over every rank folder.
 
-    Counted in a child process: parsing a million-record dump.json here would raise this
+    Counted in one child process: parsing a million-record dump.json here would raise this
     process's peak RSS, and every benchmarked command forked from it inherits that peak in its
     own ``ru_maxrss`` (Linux carries the high-water mark across fork and exec).
     """
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as child:
+        return child.submit(_count_in_this_process, root).result()
+
+
+def _count_in_this_process(root: Path) -> tuple[int, int]:
+    import orjson
+
     construct = records = 0
     for rank_dir in {path.parent for path in root.rglob("construct.json")}:
-        construct += _count_keys(rank_dir / "construct.json", depth=1)
-        records += _count_keys(rank_dir / "dump.json", depth=2)
+        construct += len(orjson.loads((rank_dir / "construct.json").read_bytes()))
+        dump = rank_dir / "dump.json"
+        if dump.stat().st_size < 2**31:  # orjson's limit
+            records += len(orjson.loads(dump.read_bytes()).get("data", {}))
     return construct, records
-
-
-_COUNT_KEYS = """
-import sys, orjson
-document = orjson.loads(open(sys.argv[1], "rb").read())
-print(len(document) if sys.argv[2] == "1" else len(document.get("data", {})))
-"""
-
-
-def _count_keys(path: Path, depth: int) -> int:
-    if path.stat().st_size >= 2**31:
-        return 0
-    counted = subprocess.run(
-        [sys.executable, "-c", _COUNT_KEYS, str(path), str(depth)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return int(counted.stdout)
 
 
 def free_port() -> int:
