@@ -146,11 +146,14 @@ def _serve_settings(args: argparse.Namespace) -> Settings:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    return _serve(_serve_settings(args))
+
+
+def _serve(settings: Settings) -> int:
     import uvicorn
 
     from graphboard.server.app import create_app
 
-    settings = _serve_settings(args)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
     return 0
 
@@ -168,7 +171,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(f"demo: to browse it: graphboard serve --data-dir {args.data_dir}")
         return 0
     sys.stdout.flush()
-    return _run_serve(args)
+    return _serve(settings)
 
 
 def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
