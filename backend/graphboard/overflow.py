@@ -102,7 +102,9 @@ def _norm_jump(params: list[Param]) -> bool:
 
 
 def _finite_number(value: Stat) -> bool:
-    return isinstance(value, float) and not math.isnan(value)
+    if isinstance(value, float):
+        return not math.isnan(value)
+    return isinstance(value, int) and not isinstance(value, bool)  # an integer tensor's norm
 
 
 def check_overflow(graph: Graph) -> int:

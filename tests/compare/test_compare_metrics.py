@@ -24,6 +24,17 @@ def test_summary_differences_and_relative_errors() -> None:
     assert result["NormRelativeErr"] == pytest.approx(0.25)
 
 
+def test_integer_statistics_differ_by_integers_as_in_msprobe() -> None:
+    """msprobe subtracts the dumped numbers as Python does: int - int stays an int ("0")."""
+    result = metrics.summary_metrics(
+        tensor("input.0", (7, 2, 4.5, 9)), tensor("input.0", (7, 1, 4.0, 9.0))
+    )
+    assert result["Max diff"] == 0 and type(result["Max diff"]) is int
+    assert result["Min diff"] == 1 and type(result["Min diff"]) is int
+    assert result["MinRelativeErr"] == 1.0 and type(result["MinRelativeErr"]) is float
+    assert type(result["Mean diff"]) is float and type(result["L2norm diff"]) is float
+
+
 def test_summary_nan_difference_and_non_numbers() -> None:
     inf = math.inf
     result = metrics.summary_metrics(
@@ -59,6 +70,8 @@ def test_tensor_metrics_known_values() -> None:
     result, _ = metrics.tensor_metrics(npu, bench)
     expected_cosine = float(np.dot(npu, bench) / (np.linalg.norm(npu) * np.linalg.norm(bench)))
     assert result["Cosine"] == pytest.approx(expected_cosine, abs=1e-12)
+    # unrounded, as msprobe shows it (the other metrics keep 12 decimals)
+    assert result["EucDist"] == float(np.linalg.norm(npu - bench))
     assert result["EucDist"] == pytest.approx(math.sqrt(1 + 1 + 0.002**2), abs=1e-12)
     assert result["MaxAbsErr"] == pytest.approx(1.0)
     # golden 0 gets eps added on both sides: |1+eps-eps|/eps is huge

@@ -98,15 +98,21 @@ def test_a_parameters_grad_entry_with_several_leaves_keeps_them_apart() -> None:
     assert [param.key for param in params] == ["w.0", "w.1"]
 
 
-def test_tensor_statistics_are_floats_and_other_fields_keep_their_types() -> None:
+def test_tensor_statistics_and_other_fields_keep_their_types() -> None:
+    """An integer tensor's statistics stay integers: msprobe shows its Max of 3 as "3"."""
     leaf = tensor(
-        stats=(3, -1, 0, 7), shape=[4, 2], dtype="torch.int64", requires_grad=True, md5="0a1b2c3d"
+        stats=(3, -1, 0.5, 7.0),
+        shape=[4, 2],
+        dtype="torch.int64",
+        requires_grad=True,
+        md5="0a1b2c3d",
     )
     param = parse_record("Torch.mm.0.forward", record(args=[leaf]), DUMP)[0]
     assert param.is_tensor and not param.is_null
     assert (param.type, param.dtype, param.shape) == ("torch.Tensor", "torch.int64", (4, 2))
-    assert [param.max, param.min, param.mean, param.norm] == [3.0, -1.0, 0.0, 7.0]
-    assert all(type(value) is float for value in (param.max, param.min, param.mean, param.norm))
+    stats = [param.max, param.min, param.mean, param.norm]
+    assert stats == [3, -1, 0.5, 7.0]
+    assert [type(value) for value in stats] == [int, int, float, float]
     assert param.requires_grad is True and param.md5 == "0a1b2c3d"
     assert param.data_name is None and param.extra is None
 
@@ -115,7 +121,7 @@ def test_statistics_msprobe_leaves_out_stay_none() -> None:
     """NZ-format tensors have null statistics; integer tensors have no Mean/Norm."""
     leaf = {"type": "torch.Tensor", "dtype": "torch.int32", "shape": [3], "Max": 5, "Min": 1}
     param = parse_record("Torch.add.0.forward", record(args=[leaf]), DUMP)[0]
-    assert (param.max, param.min, param.mean, param.norm) == (5.0, 1.0, None, None)
+    assert (param.max, param.min, param.mean, param.norm) == (5, 1, None, None)
     assert param.requires_grad is None
 
 

@@ -1,4 +1,4 @@
-"""Our precision_index and overflow_level agree with msprobe 26.2's own files.
+"""Our precision_index, overflow_level and display strings agree with msprobe 26.2's own files.
 
 Every disagreement must be one documented in docs/differences.md; the agreement must be at
 least 98% of the target-side nodes both files have.
@@ -6,6 +6,8 @@ least 98% of the target-side nodes both files have.
 
 from __future__ import annotations
 
+import json
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -88,3 +90,60 @@ def test_resnet_step1_against_step0_agrees(built: BuildFn, tmp_path: Path) -> No
     differing = [key for key in shared if our_rows[key] != their_rows[key]]
     assert len(shared) == len(their_rows)
     assert differing == []
+
+
+Shown = dict[str, dict[str, str]]  # input_data / output_data: parameter -> field -> text
+
+
+def _display(path: Path) -> dict[tuple[str, int, int, str], tuple[Shown, Shown]]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return {
+            (source, step, rank, name): (json.loads(inputs or "{}"), json.loads(outputs or "{}"))
+            for source, step, rank, name, inputs, outputs in conn.execute(
+                "SELECT data_source, step, rank, node_name, input_data, output_data FROM tb_nodes"
+            )
+        }
+
+
+def _same_cell(field: str, ours: str, theirs: str) -> bool:
+    if field == "Err_message":  # docs/differences.md, "Messages": our own words, same verdicts
+        return (ours == "[]") == (theirs == "[]")
+    if field == "MaxRelativeErr" and ours != theirs:  # "Tensor metrics in float64"
+        try:
+            return math.isclose(float(ours), float(theirs), rel_tol=1e-6)
+        except ValueError:
+            return False
+    return ours == theirs
+
+
+@pytest.mark.parametrize(("case", "folder", "flags"), CASES, ids=[f"{c}/{f}" for c, f, _ in CASES])
+def test_display_strings_are_msprobes(
+    built: BuildFn, case: str, folder: str, flags: dict[str, Any]
+) -> None:
+    """input_data / output_data, which msprobe's viewer shows: the same parameters and fields in
+    the same order with the same text, on both sides."""
+    flags = dict(flags)
+    compare = flags.pop("compare", True)
+    if "layer_mapping" in flags:
+        flags["layer_mapping"] = fixture_path(case, flags["layer_mapping"])
+    ours, theirs = (
+        _display(built(case, compare=compare, **flags)),
+        _display(reference_db(case, folder)),
+    )
+    shared = sorted(ours.keys() & theirs.keys())
+    assert len(shared) == len(theirs)
+    differing: list[tuple[str, str, str, str, str]] = []
+    for key in shared:
+        if (f"{case}/{folder}", key[3]) in DOCUMENTED:
+            continue
+        for our_side, their_side in zip(ours[key], theirs[key], strict=True):
+            assert list(our_side) == list(their_side), key
+            for param, our_fields in our_side.items():
+                their_fields = their_side[param]
+                assert list(our_fields) == list(their_fields), (key, param)
+                differing.extend(
+                    (key[0], param, field, text, their_fields[field])
+                    for field, text in our_fields.items()
+                    if not _same_cell(field, text, their_fields[field])
+                )
+    assert not differing, f"{len(differing)} cells differ, first: {differing[:5]}"

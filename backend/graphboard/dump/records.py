@@ -91,10 +91,9 @@ def is_parameters_grad(name: str) -> bool:
 
 
 def _tensor_stat(value: Any) -> Stat:
-    """JSON ints become floats; floats, None, booleans and strings stay as they are."""
-    if value.__class__ is int:
-        return float(value)
-    if value is None or isinstance(value, float | bool | str):
+    """Numbers, None, booleans and strings stay as they are: an integer tensor's Max of 0 stays
+    0, which msprobe shows as "0" (and its differences as integers too); anything else is text."""
+    if value is None or isinstance(value, float | int | str):
         return value
     return str(value)
 

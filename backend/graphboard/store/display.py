@@ -14,6 +14,7 @@ from graphboard.compare.metrics import (
     RELATIVE_METRIC_NAMES,
     SUMMARY_METRIC_NAMES,
     TENSOR_METRIC_NAMES,
+    md5_of,
 )
 from graphboard.compare.result import DataMode, Metric, NodeComparison, ParamRow
 from graphboard.dump.records import Param, Role
@@ -112,6 +113,8 @@ def param_display(param: Param, keep_md5: bool) -> dict[str, str]:
             "dtype": display_value(param.dtype),
             "shape": _shape(param.shape),
         }
+        if keep_md5:  # the CRC-32 of the value, which md5 mode compares
+            out["md5"] = display_value(md5_of(param))
     if param.extra:
         for key, value in param.extra.items():
             out.setdefault(key, display_value(value))
@@ -143,8 +146,13 @@ def _comparison_fields(row: ParamRow, mode: DataMode) -> dict[str, str]:
     elif mode is DataMode.TENSOR:
         for name in TENSOR_METRICS:
             fields[name] = display_value(metrics.get(name, "unsupported"))
-    fields["Requires_grad Consistent"] = "True" if row.requires_grad_consistent else "False"
-    fields["Result"] = row.level.label
+    consistent = "True" if row.requires_grad_consistent else "False"
+    if mode is DataMode.MD5:  # msprobe's order differs between the modes
+        fields["Result"] = row.level.label
+        fields["Requires_grad Consistent"] = consistent
+    else:
+        fields["Requires_grad Consistent"] = consistent
+        fields["Result"] = row.level.label
     fields["Err_message"] = json.dumps(row.messages) if row.messages else "[]"
     return fields
 

@@ -56,15 +56,13 @@ def _number(text: str) -> float | int | None:
 
 
 def _tensor_stat(text: Any) -> Stat:
-    """Tensor statistics were floats (or None, or a string msprobe kept) before display."""
+    """Tensor statistics were numbers (or None, or a string msprobe kept) before display."""
     if text is None or text == "null":
         return None
     if not isinstance(text, str):
         return text
     number = _number(text)
-    if number is None:
-        return text
-    return float(number)
+    return text if number is None else number
 
 
 def _scalar(text: Any) -> Any:
