@@ -116,25 +116,17 @@ def _same_cell(field: str, ours: str, theirs: str) -> bool:
     return ours == theirs
 
 
-@pytest.mark.parametrize(("case", "folder", "flags"), CASES, ids=[f"{c}/{f}" for c, f, _ in CASES])
-def test_display_strings_are_msprobes(
-    built: BuildFn, case: str, folder: str, flags: dict[str, Any]
-) -> None:
-    """input_data / output_data, which msprobe's viewer shows: the same parameters and fields in
-    the same order with the same text, on both sides."""
-    flags = dict(flags)
-    compare = flags.pop("compare", True)
-    if "layer_mapping" in flags:
-        flags["layer_mapping"] = fixture_path(case, flags["layer_mapping"])
-    ours, theirs = (
-        _display(built(case, compare=compare, **flags)),
-        _display(reference_db(case, folder)),
-    )
+def _differing_cells(
+    ours: dict[tuple[str, int, int, str], tuple[Shown, Shown]],
+    theirs: dict[tuple[str, int, int, str], tuple[Shown, Shown]],
+    reference: str,
+) -> list[tuple[str, str, str, str, str]]:
+    """Cells of msprobe's nodes that differ; parameters and fields must be the same, in order."""
     shared = sorted(ours.keys() & theirs.keys())
     assert len(shared) == len(theirs)
     differing: list[tuple[str, str, str, str, str]] = []
     for key in shared:
-        if (f"{case}/{folder}", key[3]) in DOCUMENTED:
+        if (reference, key[3]) in DOCUMENTED:
             continue
         for our_side, their_side in zip(ours[key], theirs[key], strict=True):
             assert list(our_side) == list(their_side), key
@@ -146,4 +138,36 @@ def test_display_strings_are_msprobes(
                     for field, text in our_fields.items()
                     if not _same_cell(field, text, their_fields[field])
                 )
+    return differing
+
+
+@pytest.mark.parametrize(("case", "folder", "flags"), CASES, ids=[f"{c}/{f}" for c, f, _ in CASES])
+def test_display_strings_are_msprobes(
+    built: BuildFn, case: str, folder: str, flags: dict[str, Any]
+) -> None:
+    """input_data / output_data, which msprobe's viewer shows: the same parameters and fields in
+    the same order with the same text, on both sides."""
+    flags = dict(flags)
+    compare = flags.pop("compare", True)
+    if "layer_mapping" in flags:
+        flags["layer_mapping"] = fixture_path(case, flags["layer_mapping"])
+    ours = _display(built(case, compare=compare, **flags))
+    differing = _differing_cells(ours, _display(reference_db(case, folder)), f"{case}/{folder}")
+    assert not differing, f"{len(differing)} cells differ, first: {differing[:5]}"
+
+
+def test_resnet_display_strings_are_msprobes(tmp_path: Path) -> None:
+    """The public GPU dump: step 1 against step 0, every cell as msprobe shows it."""
+    from graphboard.pipeline import BuildOptions, run_build
+
+    root = fixture_path("msprobe-resnet50-gpu")
+    ours = run_build(
+        BuildOptions(target=root / "step1", golden=root / "step0", output_dir=tmp_path)
+    )
+    # msprobe records a step folder given directly as step 0; we keep its number (1).
+    our_cells = {
+        (side, 0, rank, name): shown for (side, _, rank, name), shown in _display(ours.path).items()
+    }
+    reference = reference_db("msprobe-resnet50-gpu", "reference-compare-step1-vs-step0")
+    differing = _differing_cells(our_cells, _display(reference), "msprobe-resnet50-gpu")
     assert not differing, f"{len(differing)} cells differ, first: {differing[:5]}"
