@@ -1,5 +1,17 @@
 # graphboard's image: the API server (`graphboard serve`) and the Celery build workers
 # (`graphboard worker`) run from it; docker-compose.yml wires them to PostgreSQL and Redis.
+# The wheel: graphboard has one compiled part (store/_render.c), built where a compiler is;
+# the image that runs carries no compiler.
+FROM python:3.11-slim AS wheel
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends g++ \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml setup.py README.md ./
+COPY backend ./backend
+RUN pip install --no-cache-dir --disable-pip-version-check wheel \
+    && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -13,10 +25,9 @@ WORKDIR /app
 # changes, and the version the tests run against.
 RUN pip install torch==2.13.0
 
-COPY pyproject.toml README.md ./
-COPY backend ./backend
+COPY --from=wheel /wheels /wheels
+RUN pip install /wheels/*.whl && rm -rf /wheels
 COPY frontend ./frontend
-RUN pip install .
 
 # A non-editable install has no repository beside it: point the server at the viewer's files.
 ENV GRAPHBOARD_STATIC_DIR=/app/frontend/static \

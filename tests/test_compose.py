@@ -98,11 +98,20 @@ def test_compose_services() -> None:
     assert "pgdata:/var/lib/postgresql/data" in services["postgres"]["volumes"]
 
 
-def test_dockerfile_installs_torch_first_then_the_project() -> None:
-    lines = [line.strip() for line in (REPO / "Dockerfile").read_text().splitlines()]
+def test_dockerfile_builds_the_wheel_with_a_compiler_and_runs_it_without() -> None:
+    text = (REPO / "Dockerfile").read_text()
+    _, build, run = re.split(r"^FROM ", text, flags=re.MULTILINE)  # two stages
+    assert build.startswith("python:3.11-slim AS wheel")
+    assert "g++" in build and "COPY pyproject.toml setup.py README.md ./" in build
+    assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ." in build
+    lines = [line.strip() for line in run.splitlines()]
     installs = [line for line in lines if line.startswith("RUN pip install")]
-    assert installs == ["RUN pip install torch==2.13.0", "RUN pip install ."]
+    assert installs == [
+        "RUN pip install torch==2.13.0",  # first and pinned: no CUDA build pulled
+        "RUN pip install /wheels/*.whl && rm -rf /wheels",
+    ]
+    assert "g++" not in run
     assert any(line.startswith("COPY frontend") for line in lines)
-    assert "GRAPHBOARD_TEMPLATES_DIR=/app/frontend/templates" in (REPO / "Dockerfile").read_text()
+    assert "GRAPHBOARD_TEMPLATES_DIR=/app/frontend/templates" in run
     ignored = (REPO / ".dockerignore").read_text()
-    assert "!backend/" in ignored and "!frontend/" in ignored
+    assert "!backend/" in ignored and "!frontend/" in ignored and "!setup.py" in ignored

@@ -25,7 +25,7 @@ from graphboard.compare.rollup import first_introduced_error
 from graphboard.errors import StoreError
 from graphboard.graph.model import Graph, Node
 from graphboard.store import arrays, schema
-from graphboard.store.display import node_display
+from graphboard.store.display import node_display_json
 
 _BATCH = 2000
 
@@ -127,7 +127,7 @@ def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]
     for context, node in items:
         graph = context.graph
         graph_id = context.graph_id
-        inputs, outputs = node_display(node.params, node.name, context.mode, node.comparison)
+        inputs, outputs = node_display_json(node.params, node.name, context.mode, node.comparison)
         link = "[]"
         if context.compared and node.match is not None:
             link = _link_path(node.match)
@@ -147,8 +147,8 @@ def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]
             "",
             _json(node.distributed) if node.distributed is not None else "{}",
             0,
-            _json(inputs),
-            _json(outputs),
+            inputs,
+            outputs,
             graph.side,
             context.dump_data_dir,
             graph.step,

@@ -1,0 +1,18 @@
+"""The one compiled part: msprobe's display strings (graphboard/store/_render.c, with
+_floats.cpp for Python's float formatting at the speed of libstdc++'s std::to_chars).
+
+Everything else is in pyproject.toml; setuptools reads both.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "graphboard.store._render",
+            ["backend/graphboard/store/_render.c", "backend/graphboard/store/_floats.cpp"],
+            language="c++",  # links libstdc++
+            extra_compile_args=["-O2", "-Wall", "-Werror"],
+        )
+    ]
+)
