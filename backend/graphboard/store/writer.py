@@ -277,12 +277,13 @@ def write_graphs(
     """
     items: list[tuple[_GraphRows, Node]] = []
     stack_rows: list[tuple[str, str]] = []
-    for graph, counterpart in graphs:
+    # Rows go in id ("<graph_id>_<name>") order so the primary-key index grows at its end
+    # instead of splitting pages: graph by graph, names sorted as plain strings.
+    for graph, counterpart in sorted(graphs, key=lambda pair: pair[0].graph_id):
         context, stacks = _prepare(graph, counterpart, mode)
         stack_rows.extend(stacks)
-        items.extend((context, node) for node in graph.ordered())
-    # Rows go in id order so the primary-key index grows at its end instead of splitting pages.
-    items.sort(key=_row_id)
+        nodes = graph.nodes
+        items.extend((context, nodes[name]) for name in sorted(nodes))
     if parallel_scratch is not None and len(items) >= PARALLEL_MIN_NODES and _can_fork():
         _insert_rows_in_two_processes(conn, items, parallel_scratch)
     else:
@@ -292,10 +293,6 @@ def write_graphs(
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
     conn.execute("COMMIT")
-
-
-def _row_id(item: tuple[_GraphRows, Node]) -> tuple[str, str]:
-    return item[0].graph_id, item[1].name
 
 
 def _write_graph_summary(conn: sqlite3.Connection, graph: Graph, compared: bool) -> None:
