@@ -405,7 +405,15 @@ static int write_requires_grad_of_tensor(Buf *b, PyObject *value) {
     return buf_display(b, value);
 }
 
-/* param_display(): the parameter's own fields. */
+static int write_statistics(Fields *f, ParamView *p) {
+    FIELD(f, "Max", buf_display(&f->text, p->max));
+    FIELD(f, "Min", buf_display(&f->text, p->min));
+    FIELD(f, "Mean", buf_display(&f->text, p->mean));
+    FIELD(f, "Norm", buf_display(&f->text, p->norm));
+    return 0;
+}
+
+/* A parameter's own fields, by the kind of leaf (display.py lists them). */
 static int write_param(Fields *f, ParamView *p, int keep_md5, PyObject *param) {
     if (view_is_null(p)) {
         FIELD(f, "value", buf_lit(&f->text, "null"));
@@ -415,10 +423,7 @@ static int write_param(Fields *f, ParamView *p, int keep_md5, PyObject *param) {
         FIELD(f, "type", buf_display(&f->text, p->type));
         FIELD(f, "dtype", buf_display(&f->text, p->dtype));
         FIELD(f, "shape", buf_shape(&f->text, p->shape));
-        FIELD(f, "Max", buf_display(&f->text, p->max));
-        FIELD(f, "Min", buf_display(&f->text, p->min));
-        FIELD(f, "Mean", buf_display(&f->text, p->mean));
-        FIELD(f, "Norm", buf_display(&f->text, p->norm));
+        if (write_statistics(f, p) < 0) return -1;
         FIELD(f, "requires_grad", write_requires_grad_of_tensor(&f->text, p->requires_grad));
         if (keep_md5 && p->md5 != Py_None) FIELD(f, "md5", buf_text(&f->text, p->md5));
         if (write_data_name(f, p) < 0) return -1;
@@ -438,10 +443,7 @@ static int write_param(Fields *f, ParamView *p, int keep_md5, PyObject *param) {
         FIELD(f, "value", buf_display(&f->text, p->value));
         if (write_data_name(f, p) < 0) return -1;
         FIELD(f, "requires_grad", buf_display(&f->text, p->requires_grad));
-        FIELD(f, "Max", buf_display(&f->text, p->max));
-        FIELD(f, "Min", buf_display(&f->text, p->min));
-        FIELD(f, "Mean", buf_display(&f->text, p->mean));
-        FIELD(f, "Norm", buf_display(&f->text, p->norm));
+        if (write_statistics(f, p) < 0) return -1;
         FIELD(f, "dtype", buf_display(&f->text, p->dtype));
         FIELD(f, "shape", buf_shape(&f->text, p->shape));
         if (keep_md5) FIELD(f, "md5", buf_call(&f->text, scalar_md5, param, 0));
@@ -481,7 +483,7 @@ static int write_metric(Fields *f, PyObject *metrics, PyObject *name, PyObject *
     return 0;
 }
 
-/* _comparison_fields(): the row's metrics and verdict, assigned over the parameter's. */
+/* A scored parameter's row: its metrics and verdict, assigned over the parameter's fields. */
 static int write_comparison(Fields *f, PyObject *row, int mode) {
     PyObject *metrics = attribute(row, s_metrics);
     if (metrics == NULL) return -1;
