@@ -186,10 +186,11 @@ def _insert_rows_in_two_processes(
 ) -> None:
     """Format and insert the upper half of the rows in a forked child, the lower half here.
 
-    Formatting rows (display JSON) is most of a write; the child inherits the finished graph
-    copy-on-write, so nothing is pickled. Its rows have the larger ids, so copying them in
-    afterwards appends to the primary-key index. The halves are equal in work, not in rows:
-    a scored target row formats about three times the strings of a golden one.
+    Formatting rows and SQLite's inserting them are most of a write (measured at 27k records
+    a side: 0.4 s and 0.9 s); the child inherits the finished graph copy-on-write, so nothing
+    is pickled. Its rows have the larger ids, so copying them in afterwards appends to the
+    primary-key index. The halves are equal in work, not in rows: a scored target row holds
+    about three times the text of a golden one.
     """
     half = _work_midpoint(items)
     scratch.unlink(missing_ok=True)
