@@ -38,19 +38,29 @@ static PyObject *s_key, *s_role, *s_type, *s_dtype, *s_shape, *s_max, *s_min, *s
     *s_na, *s_unsupported;
 
 /* ---- attributes ----------------------------------------------------------------------
- * Param and ParamRow are slotted dataclasses: read a slot straight from the instance (a new
- * reference), as Python's own attribute lookup would find it, without the generic lookup. */
+ * Param and ParamRow are slotted dataclasses: read a slot straight from the instance, as
+ * Python's own attribute lookup would find it, without the generic lookup.
+ *
+ * The reference is borrowed: the instance holds it for the whole call. Not touching the
+ * reference counts of parameters, their statistics and their rows matters when rows are
+ * rendered in a forked process: a count written is a memory page copied, and a compare of a
+ * million records a side has gigabytes of them. An attribute that is not a slot is looked up
+ * the generic way and kept alive by ``keep`` (a list the caller frees). */
 
-static PyObject *attribute(PyObject *instance, PyObject *name) {
+static PyObject *attribute(PyObject *instance, PyObject *name, PyObject *keep) {
     PyObject *descriptor = _PyType_Lookup(Py_TYPE(instance), name);
     if (descriptor != NULL && Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
         PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
         if (member->type == T_OBJECT_EX || member->type == T_OBJECT) {
             PyObject *value = *(PyObject **)((char *)instance + member->offset);
-            if (value != NULL) return Py_NewRef(value);
+            if (value != NULL) return value;
         }
     }
-    return PyObject_GetAttr(instance, name);
+    PyObject *value = PyObject_GetAttr(instance, name);
+    if (value == NULL) return NULL;
+    int failed = PyList_Append(keep, value) < 0;
+    Py_DECREF(value);
+    return failed ? NULL : value;
 }
 
 /* ---- a growing byte buffer --------------------------------------------------------- */
@@ -344,24 +354,10 @@ typedef struct {
     int is_tensor;
 } ParamView;
 
-static void view_clear(ParamView *p) {
-    Py_CLEAR(p->type);
-    Py_CLEAR(p->dtype);
-    Py_CLEAR(p->shape);
-    Py_CLEAR(p->max);
-    Py_CLEAR(p->min);
-    Py_CLEAR(p->mean);
-    Py_CLEAR(p->norm);
-    Py_CLEAR(p->requires_grad);
-    Py_CLEAR(p->md5);
-    Py_CLEAR(p->data_name);
-    Py_CLEAR(p->value);
-    Py_CLEAR(p->extra);
-}
-
-static int view_load(ParamView *p, PyObject *param) {
+/* The view's references are borrowed (see attribute). */
+static int view_load(ParamView *p, PyObject *param, PyObject *keep) {
     memset(p, 0, sizeof(*p));
-#define LOAD(slot, name) if ((p->slot = attribute(param, name)) == NULL) return -1
+#define LOAD(slot, name) if ((p->slot = attribute(param, name, keep)) == NULL) return -1
     LOAD(type, s_type);
     LOAD(dtype, s_dtype);
     LOAD(shape, s_shape);
@@ -375,10 +371,9 @@ static int view_load(ParamView *p, PyObject *param) {
     LOAD(value, s_value);
     LOAD(extra, s_extra);
 #undef LOAD
-    PyObject *is_tensor = attribute(param, s_is_tensor);
+    PyObject *is_tensor = attribute(param, s_is_tensor, keep);
     if (is_tensor == NULL) return -1;
     p->is_tensor = PyObject_IsTrue(is_tensor);
-    Py_DECREF(is_tensor);
     return p->is_tensor < 0 ? -1 : 0;
 }
 
@@ -484,8 +479,8 @@ static int write_metric(Fields *f, PyObject *metrics, PyObject *name, PyObject *
 }
 
 /* A scored parameter's row: its metrics and verdict, assigned over the parameter's fields. */
-static int write_comparison(Fields *f, PyObject *row, int mode) {
-    PyObject *metrics = attribute(row, s_metrics);
+static int write_comparison(Fields *f, PyObject *row, int mode, PyObject *keep) {
+    PyObject *metrics = attribute(row, s_metrics, keep);
     if (metrics == NULL) return -1;
     int failed = 0;
     if (!PyDict_Check(metrics)) {
@@ -497,15 +492,13 @@ static int write_comparison(Fields *f, PyObject *row, int mode) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names) && !failed; i++)
             failed = write_metric(f, metrics, PyTuple_GET_ITEM(names, i), missing, mode == MODE_SUMMARY) < 0;
     }
-    Py_DECREF(metrics);
     if (failed) return -1;
 
-    PyObject *consistent_flag = attribute(row, s_requires_grad_consistent);
+    PyObject *consistent_flag = attribute(row, s_requires_grad_consistent, keep);
     if (consistent_flag == NULL) return -1;
     int consistent = PyObject_IsTrue(consistent_flag);
-    Py_DECREF(consistent_flag);
     if (consistent < 0) return -1;
-    PyObject *level = attribute(row, s_level);
+    PyObject *level = attribute(row, s_level, keep);
     if (level == NULL) return -1;
     /* Level.label is a property: ask each level once */
     PyObject *label = PyDict_GetItemWithError(labels, level);
@@ -515,7 +508,6 @@ static int write_comparison(Fields *f, PyObject *row, int mode) {
                PyDict_SetItem(labels, level, label) < 0) {
         Py_CLEAR(label);
     }
-    Py_DECREF(level);
     if (label == NULL) return -1;
     Py_ssize_t index;
     int result = 0;
@@ -543,7 +535,7 @@ static int write_comparison(Fields *f, PyObject *row, int mode) {
     Py_DECREF(label);
     if (result < 0) return -1;
 
-    PyObject *messages = attribute(row, s_messages);
+    PyObject *messages = attribute(row, s_messages, keep);
     if (messages == NULL) return -1;
     int any = PyObject_IsTrue(messages);
     index = any < 0 ? -1 : fields_begin_as(f, "Err_message", 11, 1);
@@ -551,7 +543,6 @@ static int write_comparison(Fields *f, PyObject *row, int mode) {
         result = any ? buf_call(&f->text, messages_json, messages, 1) : buf_lit(&f->text, "[]");
         if (result == 0) fields_end(f, index);
     }
-    Py_DECREF(messages);
     return index < 0 || result < 0 ? -1 : 0;
 }
 
@@ -636,26 +627,24 @@ static void side_free(Side *side) {
     Py_XDECREF(side->where);
 }
 
-/* {id(row.npu): row} for the rows of a comparison that have a target parameter. */
-static PyObject *rows_by_param(PyObject *rows) {
+/* {id(row.npu): id(row)} for the rows of a comparison that have a target parameter: ids, not
+ * references, so that no row's count is written (the comparison holds the rows). */
+static PyObject *rows_by_param(PyObject *rows, PyObject *keep) {
     PyObject *by_param = PyDict_New();
     if (by_param == NULL || rows == Py_None) return by_param;
     PyObject *sequence = PySequence_Fast(rows, "comparison rows must be a sequence");
     if (sequence == NULL) goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
         PyObject *row = PySequence_Fast_GET_ITEM(sequence, i);
-        PyObject *npu = attribute(row, s_npu);
+        PyObject *npu = attribute(row, s_npu, keep);
         if (npu == NULL) goto error_sequence;
         if (npu != Py_None) {
-            PyObject *key = PyLong_FromVoidPtr(npu);
-            int failed = key == NULL || PyDict_SetItem(by_param, key, row) < 0;
+            PyObject *key = PyLong_FromVoidPtr(npu), *value = PyLong_FromVoidPtr(row);
+            int failed = key == NULL || value == NULL || PyDict_SetItem(by_param, key, value) < 0;
             Py_XDECREF(key);
-            if (failed) {
-                Py_DECREF(npu);
-                goto error_sequence;
-            }
+            Py_XDECREF(value);
+            if (failed) goto error_sequence;
         }
-        Py_DECREF(npu);
     }
     Py_DECREF(sequence);
     return by_param;
@@ -685,14 +674,15 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
     Side sides[2] = {{{0}}};
     Fields fields = {{0}};
     Buf prefix = {0};
-    PyObject *by_param = NULL, *sequence = NULL, *result = NULL;
+    PyObject *by_param = NULL, *sequence = NULL, *result = NULL, *keep = PyList_New(0);
+    if (keep == NULL) return NULL;
     for (int s = 0; s < 2; s++) {
         sides[s].keys = PyList_New(0);
         sides[s].where = PyDict_New();
         if (sides[s].keys == NULL || sides[s].where == NULL) goto done;
     }
     if (params != Py_None) {
-        by_param = rows_by_param(mode == MODE_NONE ? Py_None : rows);
+        by_param = rows_by_param(mode == MODE_NONE ? Py_None : rows, keep);
         if (by_param == NULL) goto done;
         sequence = PySequence_Fast(params, "params must be a sequence");
         if (sequence == NULL) goto done;
@@ -702,33 +692,28 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
             fields.count = 0;
             fields.text.len = 0;
             fields.has_extra = 0;
-            int failed = view_load(&view, param) < 0 ||
+            int failed = view_load(&view, param, keep) < 0 ||
                          write_param(&fields, &view, mode == MODE_MD5, param) < 0;
-            int is_null = failed ? 0 : view_is_null(&view);
-            view_clear(&view);
             if (failed) goto done;
+            int is_null = view_is_null(&view);
             if (!is_null && mode != MODE_NONE) {
                 PyObject *id = PyLong_FromVoidPtr(param);
                 if (id == NULL) goto done;
-                PyObject *row = PyDict_GetItemWithError(by_param, id);
+                PyObject *row_id = PyDict_GetItemWithError(by_param, id);
                 Py_DECREF(id);
-                if (row == NULL && PyErr_Occurred()) goto done;
-                if (row != NULL && write_comparison(&fields, row, mode) < 0) goto done;
+                if (row_id == NULL && PyErr_Occurred()) goto done;
+                if (row_id != NULL &&
+                    write_comparison(&fields, PyLong_AsVoidPtr(row_id), mode, keep) < 0)
+                    goto done;
             }
-            PyObject *key = attribute(param, s_key);
-            if (key == NULL) goto done;
-            PyObject *role = attribute(param, s_role);
-            if (role == NULL) {
-                Py_DECREF(key);
+            PyObject *key = attribute(param, s_key, keep);
+            PyObject *role = key == NULL ? NULL : attribute(param, s_role, keep);
+            if (role == NULL) goto done;
+            if (!PyUnicode_Check(key)) {
+                PyErr_SetString(PyExc_TypeError, "Param.key must be str");
                 goto done;
             }
-            int side = role == output_role;
-            Py_DECREF(role);
-            failed = !PyUnicode_Check(key) || side_add(&sides[side], key, &fields) < 0;
-            if (failed && !PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "Param.key must be str");
-            Py_DECREF(key);
-            if (failed) goto done;
+            if (side_add(&sides[role == output_role], key, &fields) < 0) goto done;
         }
     }
     if (buf_escaped_str(&prefix, node_name) < 0 || buf_lit(&prefix, ".") < 0) goto done;
@@ -745,6 +730,7 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
 done:
     Py_XDECREF(sequence);
     Py_XDECREF(by_param);
+    Py_DECREF(keep);
     PyMem_Free(prefix.data);
     PyMem_Free(fields.text.data);
     PyMem_Free(fields.fields);
