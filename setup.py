@@ -12,7 +12,7 @@ setup(
             "graphboard.store._render",
             ["backend/graphboard/store/_render.c", "backend/graphboard/store/_floats.cpp"],
             language="c++",  # links libstdc++
-            extra_compile_args=["-O2", "-Wall", "-Werror"],
+            extra_compile_args=["-O2", "-Wall"],  # no -Werror: a newer compiler must still install
         )
     ]
 )

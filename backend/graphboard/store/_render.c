@@ -99,8 +99,7 @@ static int buf_escaped(Buf *b, const char *text, Py_ssize_t n) {
     if (buf_reserve(b, n) < 0) return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)text[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            if (b->len == b->cap && buf_reserve(b, n - i) < 0) return -1;
+        if (c >= 0x20 && c != '"' && c != '\\') { /* room was reserved for the rest */
             b->data[b->len++] = (char)c;
             continue;
         }
@@ -351,8 +350,12 @@ error:
 typedef struct {
     PyObject *type, *dtype, *shape, *max, *min, *mean, *norm, *requires_grad, *md5, *data_name,
         *value, *extra;
-    int is_tensor;
+    int is_tensor, is_null;
 } ParamView;
+
+static int extra_truthy(ParamView *p) {
+    return p->extra != Py_None && PyObject_IsTrue(p->extra) == 1;
+}
 
 /* The view's references are borrowed (see attribute). */
 static int view_load(ParamView *p, PyObject *param, PyObject *keep) {
@@ -374,16 +377,10 @@ static int view_load(ParamView *p, PyObject *param, PyObject *keep) {
     PyObject *is_tensor = attribute(param, s_is_tensor, keep);
     if (is_tensor == NULL) return -1;
     p->is_tensor = PyObject_IsTrue(is_tensor);
-    return p->is_tensor < 0 ? -1 : 0;
-}
-
-static int extra_truthy(ParamView *p) {
-    return p->extra != Py_None && PyObject_IsTrue(p->extra) == 1;
-}
-
-/* Param.is_null: a masked leaf. */
-static int view_is_null(ParamView *p) {
-    return p->type == Py_None && p->value == Py_None && p->max == Py_None && !extra_truthy(p);
+    if (p->is_tensor < 0) return -1;
+    /* Param.is_null: a masked leaf */
+    p->is_null = p->type == Py_None && p->value == Py_None && p->max == Py_None && !extra_truthy(p);
+    return 0;
 }
 
 static int write_data_name(Fields *f, ParamView *p) {
@@ -410,7 +407,7 @@ static int write_statistics(Fields *f, ParamView *p) {
 
 /* A parameter's own fields, by the kind of leaf (display.py lists them). */
 static int write_param(Fields *f, ParamView *p, int keep_md5, PyObject *param) {
-    if (view_is_null(p)) {
+    if (p->is_null) {
         FIELD(f, "value", buf_lit(&f->text, "null"));
         return 0;
     }
@@ -695,8 +692,7 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
             int failed = view_load(&view, param, keep) < 0 ||
                          write_param(&fields, &view, mode == MODE_MD5, param) < 0;
             if (failed) goto done;
-            int is_null = view_is_null(&view);
-            if (!is_null && mode != MODE_NONE) {
+            if (!view.is_null && mode != MODE_NONE) {
                 PyObject *id = PyLong_FromVoidPtr(param);
                 if (id == NULL) goto done;
                 PyObject *row_id = PyDict_GetItemWithError(by_param, id);

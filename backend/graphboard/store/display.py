@@ -21,9 +21,6 @@ from graphboard.compare.result import DataMode, NodeComparison
 from graphboard.dump.records import Param, Role
 from graphboard.store import _render
 
-SUMMARY_METRICS = SUMMARY_METRIC_NAMES
-RELATIVE_METRICS = frozenset(RELATIVE_METRIC_NAMES)
-TENSOR_METRICS = TENSOR_METRIC_NAMES
 _DECIMAL = re.compile(r"^\d{1,20}\.(\d{1,20})(%?)$")
 
 
@@ -68,16 +65,16 @@ _MODE_CODES = {
 #   every mode:       Requires_grad Consistent, Result (md5 mode: Result first), Err_message
 # Every value is shown as msprobe shows it: floats as repr, None as "null", strings through
 # clean_string, the rest str(); a shape as "[1, 2048, 4096]"; a relative error is a
-# percentage, rounded to 6 decimals when it has more
-# (never an exponent, inf/nan or a negative one).
+# percentage, rounded to 6 decimals when it has more (never an exponent, inf/nan or a
+# negative one).
 _render.configure(
     Role.OUTPUT,
     clean_string,
     md5_of,
     json.dumps,
-    tuple(SUMMARY_METRICS),
-    frozenset(RELATIVE_METRICS),
-    tuple(TENSOR_METRICS),
+    SUMMARY_METRIC_NAMES,
+    frozenset(RELATIVE_METRIC_NAMES),
+    TENSOR_METRIC_NAMES,
 )
 
 

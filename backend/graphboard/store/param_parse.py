@@ -11,12 +11,18 @@ import json
 import math
 from typing import Any
 
+from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
 from graphboard.dump.records import LEAF_FIELDS, Param, Role, Stat, is_parameters_grad
-from graphboard.store.display import SUMMARY_METRICS, TENSOR_METRICS
 
-# Fields the compare writes into the target's dicts (display.py ``_comparison_fields``).
+# Fields the compare writes into the target's dicts (a scored row's fields: store/display.py).
 COMPARISON_FIELDS = frozenset(
-    {*SUMMARY_METRICS, *TENSOR_METRICS, "Requires_grad Consistent", "Result", "Err_message"}
+    {
+        *SUMMARY_METRIC_NAMES,
+        *TENSOR_METRIC_NAMES,
+        "Requires_grad Consistent",
+        "Result",
+        "Err_message",
+    }
 )
 _SPECIAL_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _ROLE_PREFIXES = (
