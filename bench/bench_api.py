@@ -25,7 +25,7 @@ import httpx
 
 from graphboard.graph.model import ROOT_NAME, Graph, Node, node_type_of
 from graphboard.store import writer
-from harness import DATA, GRAPH_BUILD, free_port, record, serve, synthetic
+from harness import DATA, GRAPH_BUILD, free_port, record, serve_process, synthetic
 
 TARGETS_MS = {"children": 30, "node": 30, "search": 150, "filter": 150}
 
@@ -91,7 +91,7 @@ class Server:
 
     def __init__(self, data_dir: Path, state_dir: Path) -> None:
         self.port = free_port()
-        self.process = serve(data_dir, self.port, GRAPHBOARD_STATE_DIR=str(state_dir))
+        self.process = serve_process(data_dir, self.port, GRAPHBOARD_STATE_DIR=str(state_dir))
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=600)
 
     def get(self, path: str, **params: Any) -> tuple[float, Any]:

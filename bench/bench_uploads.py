@@ -34,7 +34,7 @@ from pathlib import Path
 
 import httpx
 
-from harness import GRAPHBOARD, SHARED, free_port, record, serve
+from harness import GRAPHBOARD, SHARED, free_port, record, serve_process
 
 FIXTURE = SHARED / "fixtures" / "convnet-stats"
 
@@ -89,7 +89,7 @@ def run(uploads: int, job_workers: int, restart: bool, keep: bool = False) -> Fi
     headers = {"Authorization": f"Bearer {token}"}
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    server = serve(data, port, GRAPHBOARD_JOB_WORKERS=str(job_workers))
+    server = serve_process(data, port, GRAPHBOARD_JOB_WORKERS=str(job_workers))
     started: dict[str, float] = {}
     latencies: list[float] = []
     lock = threading.Lock()
@@ -123,7 +123,7 @@ def run(uploads: int, job_workers: int, restart: bool, keep: bool = False) -> Fi
         if restart:
             server.send_signal(signal.SIGKILL)  # no shutdown: jobs are queued or running
             server.wait(timeout=10)
-            server = serve(data, port, GRAPHBOARD_JOB_WORKERS=str(job_workers))
+            server = serve_process(data, port, GRAPHBOARD_JOB_WORKERS=str(job_workers))
         finished: dict[str, tuple[str, float]] = {}
         deadline = time.monotonic() + 600
         with httpx.Client(base_url=base, timeout=60) as client:

@@ -10,7 +10,6 @@ import argparse
 import io
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,10 +23,14 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TextIO
 
-import httpx
-
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
+sys.path.insert(0, str(REPO / "tests"))
+# The tests' helpers, one implementation for both (re-exported to the benchmarks): a free
+# loopback port, and `graphboard serve` in a process.
+from ci_support import free_port as free_port  # noqa: E402
+from ci_support import serve_process as serve_process  # noqa: E402
+
 DATA = Path(os.environ.get("GRAPHBOARD_BENCH_DATA", BENCH / "data"))
 SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", REPO.parent / "shared"))
 GRAPH_BUILD = [sys.executable, "-m", "graphboard.cli"]
@@ -87,33 +90,6 @@ def _count_in_this_process(root: Path) -> tuple[int, int]:
         if dump.stat().st_size < 2**31:  # orjson's limit
             records += len(orjson.loads(dump.read_bytes()).get("data", {}))
     return construct, records
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def serve(data_dir: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
-    """``graphboard serve`` in a child process (``env``: more GRAPHBOARD_* settings), once it
-    answers. The probe asks for a file that is not there: no file is opened, so the first
-    measured request still finds the server cold."""
-    process = subprocess.Popen(
-        [GRAPHBOARD, "serve", "--data-dir", str(data_dir), "--port", str(port)],
-        env={**os.environ, **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/graphs/none/config", timeout=1)
-            return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError(f"graphboard serve did not start on port {port}")
 
 
 @dataclass(slots=True)

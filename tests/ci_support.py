@@ -1,10 +1,14 @@
-"""What the upload, job, ci-check and browser tests share: archives of the shared fixtures,
-tokens, a real uvicorn server in a thread, and waiting for jobs."""
+"""What the upload, job, ci-check and browser tests (and the benchmarks) share: archives of the
+shared fixtures, tokens, a real uvicorn server in a thread or ``graphboard serve`` in a process,
+and waiting for jobs."""
 
 from __future__ import annotations
 
 import io
+import os
 import socket
+import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -107,6 +111,28 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def serve_process(data_dir: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+    """``graphboard serve`` in a child process (``env``: more GRAPHBOARD_* settings), once it
+    answers. The probe asks for a file that is not there: no file is opened, so the first
+    request a caller makes still finds the server cold."""
+    graphboard = str(Path(sys.executable).with_name("graphboard"))
+    process = subprocess.Popen(
+        [graphboard, "serve", "--data-dir", str(data_dir), "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/api/graphs/none/config", timeout=1)
+            return process
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"graphboard serve did not start on port {port}")
 
 
 @contextmanager

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 
-from ci_support import auth, free_port, new_token, tar_gz, upload, wait_job
+from ci_support import auth, free_port, new_token, serve_process, tar_gz, upload, wait_job
 from fixture_cases import fixture_path
 from graphboard.server.app import create_app
 from graphboard.server.catalog import Catalog
@@ -118,27 +117,6 @@ def test_a_build_process_that_dies_fails_its_job(tmp_path: Path) -> None:
         assert wait_job(client, after.json()["job_id"], token)["status"] == "done"
 
 
-def _serve(data: Path, port: int) -> subprocess.Popen[bytes]:
-    command = [
-        str(Path(sys.executable).with_name("graphboard")),
-        "serve",
-        "--data-dir",
-        str(data),
-        "--port",
-        str(port),
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/api/graphs", timeout=1)
-            return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("graphboard serve did not start")
-
-
 @pytest.mark.slow
 def test_jobs_of_a_killed_server_all_finish_after_a_restart(tmp_path: Path) -> None:
     data = tmp_path / "data"
@@ -149,7 +127,7 @@ def test_jobs_of_a_killed_server_all_finish_after_a_restart(tmp_path: Path) -> N
     target = tar_gz(stats / "target", tmp_path / "target.tar.gz")
     golden = tar_gz(stats / "golden", tmp_path / "golden.tar.gz")
     port = free_port()
-    server = _serve(data, port)
+    server = serve_process(data, port)
     base = f"http://127.0.0.1:{port}"
     try:
         with httpx.Client(base_url=base, timeout=60) as client:
@@ -161,7 +139,7 @@ def test_jobs_of_a_killed_server_all_finish_after_a_restart(tmp_path: Path) -> N
     finally:
         server.send_signal(signal.SIGKILL)  # no shutdown: jobs stay queued or running
         server.wait(timeout=10)
-    server = _serve(data, port)
+    server = serve_process(data, port)
     try:
         with httpx.Client(base_url=base, timeout=60) as client:
             jobs = [wait_job(client, job_id, token) for job_id in ids]
