@@ -56,7 +56,7 @@ def _difference(npu: Stat, bench: Stat) -> tuple[Metric, Metric]:
     diff = npu - bench  # type: ignore[operator]
     if diff != diff:  # NaN
         return NAN, NAN
-    return diff, abs(diff / float(bench)) if bench != 0 else NA  # type: ignore[arg-type]
+    return diff, abs(diff / float(bench)) if bench != 0 else NA  # type: ignore[arg-type,operator]
 
 
 _NO_STATS: tuple[Stat, Stat, Stat, Stat] = (None, None, None, None)

@@ -50,7 +50,7 @@ MSG_ONLY_GOLDEN = "warning: parameter only in the golden"
 
 def _bad_float(value: Stat) -> bool:
     if value.__class__ is float:  # nearly always: skip the general check
-        return not math.isfinite(value)  # type: ignore[arg-type]
+        return not math.isfinite(value)
     return is_number(value) and not math.isfinite(float(value))  # type: ignore[arg-type]
 
 
