@@ -20,6 +20,8 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from graphboard.store.insert_process import Statements
+
 NONE = -1
 OVERFLOW_CODES = {"medium": 1, "high": 2, "critical": 3}
 OVERFLOW_NAMES = {code: name for name, code in OVERFLOW_CODES.items()}
@@ -206,7 +208,7 @@ def structure(parent_of: Sequence[int] | npt.NDArray[Any]) -> dict[str, npt.NDAr
 
 
 def write(
-    conn: sqlite3.Connection,
+    conn: Statements,
     graph_id: str,
     names: Iterable[str],
     columns: dict[str, npt.NDArray[Any]],

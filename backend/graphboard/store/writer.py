@@ -10,8 +10,7 @@ import json
 import os
 import secrets
 import sqlite3
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,7 @@ from graphboard.errors import StoreError
 from graphboard.graph.model import Graph, Node
 from graphboard.store import arrays, schema
 from graphboard.store.display import node_display_json
-
-_BATCH = 2000
+from graphboard.store.insert_process import InsertProcess, Statements, can_fork
 
 
 def _json(value: Any) -> str:
@@ -47,6 +45,23 @@ def open_new_db(path: Path) -> sqlite3.Connection:
     conn = open_db(path)
     schema.create_tables(conn)
     return conn
+
+
+def open_part(path: Path, in_background: bool) -> sqlite3.Connection | InsertProcess:
+    """A new database for one task's graphs: written by a second process when asked (and
+    when this process may fork), else by this one. ``close`` it when done, or ``abandon`` it
+    on an error and remove the file."""
+    if in_background and can_fork():
+        return InsertProcess(path, open_new_db)
+    return open_new_db(path)
+
+
+def abandon(part: sqlite3.Connection | InsertProcess) -> None:
+    """Stop writing a part that an error made useless (the caller removes the file)."""
+    if isinstance(part, InsertProcess):
+        part.abort()
+    else:
+        part.close()
 
 
 def open_db(path: Path) -> sqlite3.Connection:
@@ -123,10 +138,10 @@ def _prepare(
     return rows, stack_rows
 
 
-def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]]:
-    for context, node in items:
-        graph = context.graph
-        graph_id = context.graph_id
+def _node_rows(context: _GraphRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
+    graph = context.graph
+    graph_id = context.graph_id
+    for node in nodes:
         inputs, outputs = node_display_json(node.params, node.name, context.mode, node.comparison)
         link = "[]"
         if context.compared and node.match is not None:
@@ -155,72 +170,6 @@ def _node_rows(items: list[tuple[_GraphRows, Node]]) -> Iterator[tuple[Any, ...]
             graph.rank,
             1 if node.name.startswith("Distributed") else 0,
         )
-
-
-def _can_fork() -> bool:
-    # Forking a process that runs other threads (a server) can deadlock the child.
-    return hasattr(os, "fork") and threading.active_count() == 1
-
-
-def _insert_rows(conn: sqlite3.Connection, items: list[tuple[_GraphRows, Node]]) -> None:
-    conn.execute("BEGIN")
-    conn.executemany(_TB_INSERT, _node_rows(items))
-    conn.execute("COMMIT")
-
-
-def _work_midpoint(items: list[tuple[_GraphRows, Node]]) -> int:
-    weights = [
-        1 + len(node.params or ()) * (3 if node.comparison is not None else 1) for _, node in items
-    ]
-    target = sum(weights) / 2
-    done = 0
-    for index, weight in enumerate(weights):
-        done += weight
-        if done >= target:
-            return index + 1
-    return len(items)
-
-
-def _insert_rows_in_two_processes(
-    conn: sqlite3.Connection, items: list[tuple[_GraphRows, Node]], scratch: Path
-) -> None:
-    """Format and insert the upper half of the rows in a forked child, the lower half here.
-
-    Formatting rows and SQLite's inserting them are most of a write (measured at 27k records
-    a side: 0.4 s and 0.9 s); the child inherits the finished graph copy-on-write, so nothing
-    is pickled. Its rows have the larger ids, so copying them in afterwards appends to the
-    primary-key index. The halves are equal in work, not in rows: a scored target row holds
-    about three times the text of a golden one.
-    """
-    half = _work_midpoint(items)
-    scratch.unlink(missing_ok=True)
-    pid = os.fork()
-    if pid == 0:  # the child: write, then leave without running the parent's cleanup
-        status = 1
-        try:
-            part = open_new_db(scratch)
-            _insert_rows(part, items[half:])
-            part.close()
-            status = 0
-        finally:
-            os._exit(status)
-    try:
-        _insert_rows(conn, items[:half])
-    finally:
-        _, status = os.waitpid(pid, 0)
-    if status != 0:
-        scratch.unlink(missing_ok=True)
-        raise StoreError(
-            f"{scratch}: the process writing half of the rows failed (status {status})"
-        )
-    conn.execute("ATTACH DATABASE ? AS half", (str(scratch),))
-    try:
-        conn.execute("BEGIN")
-        conn.execute("INSERT INTO main.tb_nodes SELECT * FROM half.tb_nodes")
-        conn.execute("COMMIT")
-    finally:
-        conn.execute("DETACH DATABASE half")
-        scratch.unlink(missing_ok=True)
 
 
 def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str, Any]:
@@ -262,41 +211,41 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
 _TB_INSERT = f"INSERT INTO tb_nodes ({', '.join(schema.TB_NODES_COLUMNS)}) VALUES ({', '.join('?' * len(schema.TB_NODES_COLUMNS))})"
 
 
-PARALLEL_MIN_NODES = 20_000  # below this a fork costs more than it saves
-
-
-def write_graphs(
-    conn: sqlite3.Connection,
-    graphs: list[tuple[Graph, Graph | None]],
-    mode: DataMode | None,
-    parallel_scratch: Path | None = None,
+def write_graph(
+    conn: Statements, graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> None:
-    """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None).
+    """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare.
 
-    With ``parallel_scratch`` (a temp path) and a big enough graph, rows are formatted and
-    inserted by two processes.
+    Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, so the
+    primary-key index grows at its end instead of splitting pages; a caller writing several
+    graphs into one file keeps that order by writing them in graph_id order.
     """
-    items: list[tuple[_GraphRows, Node]] = []
-    stack_rows: list[tuple[str, str]] = []
-    # Rows go in id ("<graph_id>_<name>") order so the primary-key index grows at its end
-    # instead of splitting pages: graph by graph, names sorted as plain strings.
-    for graph, counterpart in sorted(graphs, key=lambda pair: pair[0].graph_id):
-        context, stacks = _prepare(graph, counterpart, mode)
-        stack_rows.extend(stacks)
-        nodes = graph.nodes
-        items.extend((context, nodes[name]) for name in sorted(nodes))
-    if parallel_scratch is not None and len(items) >= PARALLEL_MIN_NODES and _can_fork():
-        _insert_rows_in_two_processes(conn, items, parallel_scratch)
-    else:
-        _insert_rows(conn, items)
+    context, stack_rows = _prepare(graph, counterpart, mode)
+    nodes = graph.nodes
     conn.execute("BEGIN")
+    conn.executemany(_TB_INSERT, _node_rows(context, (nodes[name] for name in sorted(nodes))))
     conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
+    conn.execute("COMMIT")
+
+
+def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
+    """graphboard's per-graph tables (gb_graphs, gb_arrays), once the graphs are scored."""
+    conn.execute("BEGIN")
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
     conn.execute("COMMIT")
 
 
-def _write_graph_summary(conn: sqlite3.Connection, graph: Graph, compared: bool) -> None:
+def write_graphs(
+    conn: Statements, graphs: list[tuple[Graph, Graph | None]], mode: DataMode | None
+) -> None:
+    """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None)."""
+    for graph, counterpart in sorted(graphs, key=lambda pair: pair[0].graph_id):
+        write_graph(conn, graph, counterpart, mode)
+    write_summaries(conn, graphs)
+
+
+def _write_graph_summary(conn: Statements, graph: Graph, compared: bool) -> None:
     ordered = graph.ordered()
     arrays.write(
         conn,

@@ -1,0 +1,104 @@
+"""The second process that inserts a task's rows: the same file as writing in-process, and
+its failures reported with the file's name, never swallowed."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from fixture_cases import fixture_path
+from graphboard.errors import StoreError
+from graphboard.pipeline import BuildOptions, plan_build, process_task
+from graphboard.store import writer
+from graphboard.store.insert_process import BATCH_ROWS, InsertProcess
+
+_TABLES = ("tb_nodes", "tb_stack", "gb_graphs", "gb_arrays")
+
+
+def _contents(path: Path) -> dict[str, list[tuple[object, ...]]]:
+    with sqlite3.connect(path) as conn:
+        return {
+            table: conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in _TABLES
+        }
+
+
+@pytest.mark.parametrize(
+    ("case", "compare", "overflow_check"),
+    [
+        ("convnet-stats", True, True),
+        ("convnet-md5", True, False),
+        ("convnet-overflow", False, True),  # a build: the target alone
+    ],
+)
+def test_a_task_written_by_a_second_process_is_the_file_written_in_process(
+    tmp_path: Path, case: str, compare: bool, overflow_check: bool
+) -> None:
+    root = fixture_path(case)
+    options = BuildOptions(
+        target=root / "target",
+        golden=root / "golden" if compare else None,
+        output_dir=tmp_path,
+        overflow_check=overflow_check,
+    )
+    task = plan_build(options).tasks[0]
+    in_process, in_background = tmp_path / "in_process.db", tmp_path / "in_background.db"
+    process_task(task, options, in_process, parallel_write=False)
+    process_task(task, options, in_background, parallel_write=True)
+    expected = _contents(in_process)
+    assert len(expected["tb_nodes"]) > 100
+    assert _contents(in_background) == expected
+
+
+def test_statements_run_in_the_order_sent_across_batches(tmp_path: Path) -> None:
+    path = tmp_path / "rows.db"
+    writer_process = InsertProcess(path, writer.open_db)
+    writer_process.execute("CREATE TABLE t (n INTEGER, text TEXT)")
+    count = BATCH_ROWS * 3 + 7
+    writer_process.execute("BEGIN")
+    writer_process.executemany(
+        "INSERT INTO t VALUES (?, ?)", ((n, f"row {n}") for n in range(count))
+    )
+    writer_process.execute("COMMIT")
+    writer_process.execute("INSERT INTO t VALUES (?, ?)", (-1, "last"))
+    writer_process.close()
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT n, text FROM t ORDER BY rowid").fetchall()
+    assert rows == [(n, f"row {n}") for n in range(count)] + [(-1, "last")]
+
+
+def test_a_failing_statement_is_raised_with_the_file_and_sqlites_reason(tmp_path: Path) -> None:
+    path = tmp_path / "broken.db"
+    writer_process = InsertProcess(path, writer.open_new_db)
+    writer_process.executemany("INSERT INTO no_such_table VALUES (?)", [(1,), (2,)])
+    with pytest.raises(StoreError, match=rf"{path}: .*no such table: no_such_table"):
+        # the child fails at once; the error surfaces at the next send or at close
+        for _ in range(200):
+            writer_process.executemany("INSERT INTO tb_stack VALUES (?, ?)", [("a", "b")])
+        writer_process.close()
+
+
+def test_a_child_that_dies_is_reported_not_waited_for(tmp_path: Path) -> None:
+    writer_process = InsertProcess(tmp_path / "killed.db", writer.open_new_db)
+    pid = writer_process._pid
+    assert pid is not None
+    os.kill(pid, 9)
+    with pytest.raises(StoreError, match="the process writing the database failed"):
+        for _ in range(200):
+            writer_process.executemany("INSERT INTO tb_stack VALUES (?, ?)", [("a", "b")] * 100)
+        writer_process.close()
+
+
+def test_abort_stops_the_child(tmp_path: Path) -> None:
+    writer_process = InsertProcess(tmp_path / "aborted.db", writer.open_new_db)
+    pid = writer_process._pid
+    assert pid is not None
+    writer_process.abort()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)  # already reaped: no zombie left behind
+    writer_process.abort()  # twice is harmless
+    with pytest.raises(StoreError, match="already closed"):
+        writer_process.execute("SELECT 1")
