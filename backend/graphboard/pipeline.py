@@ -220,6 +220,7 @@ def _process_task(
         # The golden rows need only the match: they are inserted while the target is scored
         # (and, in id order, "Bench_..." comes before "NPU_...").
         writer.write_graph(conn, golden, target, mode)
+        writer.index_early(conn, len(golden.nodes) + len(target.nodes))
         clock.lap("write golden")
         compare_graphs(target, golden, mode)
         clock.lap("compare")

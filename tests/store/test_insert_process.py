@@ -51,6 +51,19 @@ def test_a_task_written_by_a_second_process_is_the_file_written_in_process(
     expected = _contents(in_process)
     assert len(expected["tb_nodes"]) > 100
     assert _contents(in_background) == expected
+    # A small compare's indexes are built by the inserting process, between the two sides.
+    assert _indexes(in_process) == set()
+    assert _indexes(in_background) == ({f"index{n}" for n in range(1, 8)} if compare else set())
+    with sqlite3.connect(in_background) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+def _indexes(path: Path) -> set[str]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+        )
+        return {name for (name,) in rows}
 
 
 def test_statements_run_in_the_order_sent_across_batches(tmp_path: Path) -> None:
@@ -102,3 +115,17 @@ def test_abort_stops_the_child(tmp_path: Path) -> None:
     writer_process.abort()  # twice is harmless
     with pytest.raises(StoreError, match="already closed"):
         writer_process.execute("SELECT 1")
+
+
+def test_indexes_wait_for_the_finished_file_in_process_or_for_a_big_task(tmp_path: Path) -> None:
+    conn = writer.open_new_db(tmp_path / "in_process.db")
+    assert not writer.index_early(conn, 10)
+    conn.close()
+    big = InsertProcess(tmp_path / "big.db", writer.open_new_db)
+    assert not writer.index_early(big, writer.EARLY_INDEX_MAX_ROWS + 1)
+    big.close()
+    small = InsertProcess(tmp_path / "small.db", writer.open_new_db)
+    assert writer.index_early(small, writer.EARLY_INDEX_MAX_ROWS)
+    small.close()
+    assert _indexes(tmp_path / "in_process.db") == _indexes(tmp_path / "big.db") == set()
+    assert len(_indexes(tmp_path / "small.db")) == 7

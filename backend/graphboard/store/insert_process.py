@@ -31,9 +31,9 @@ from graphboard.errors import StoreError
 # that the child starts inserting soon and the parent's buffers stay small (~2 MB a batch).
 BATCH_ROWS = 500
 PIPE_BYTES = 1024 * 1024  # Linux's default ceiling for an unprivileged process
-# The child only appends, so it needs little page cache; the parent, which indexes the
-# finished file, keeps the large one.
-_CHILD_CACHE_KIB = 32 * 1024
+# The child appends table rows, which need no cache once written; what it caches is the
+# indexes it may keep up to date (writer.EARLY_INDEX_MAX_ROWS: ~30 MB of them at most).
+_CHILD_CACHE_KIB = 64 * 1024
 
 
 class Statements(Protocol):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from graphboard.store import arrays
+from graphboard.store.insert_process import Statements
 
 SCHEMA_VERSION = 1
 
@@ -128,5 +129,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
     conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + arrays.DDL)
 
 
-def create_indexes(conn: sqlite3.Connection) -> None:
-    conn.executescript(MSPROBE_INDEXES)
+def create_indexes(conn: Statements) -> None:
+    for statement in MSPROBE_INDEXES.strip().split(";"):
+        if statement.strip():
+            conn.execute(statement)

@@ -228,6 +228,27 @@ def write_graph(
     conn.execute("COMMIT")
 
 
+# Up to this many rows in a task written by an InsertProcess, its indexes are created between
+# the golden rows and the target rows (``index_early``), else once over the finished file.
+EARLY_INDEX_MAX_ROWS = 100_000
+
+
+def index_early(conn: sqlite3.Connection | InsertProcess, total_rows: int) -> bool:
+    """Create msprobe's indexes now, over the rows written so far, when that is cheaper.
+
+    With an InsertProcess, written the golden rows, that process would otherwise idle while
+    this one scores the target: it builds the indexes over the golden half then, and keeps
+    them current as the target rows arrive. A file indexed at the end makes everyone wait
+    for all seven indexes (0.6 s of a 27k-record compare). Keeping an index current costs
+    more per row than building it once, and much more once the indexes outgrow the page
+    cache, so a big task (or one written in-process) still indexes at the end.
+    """
+    if not isinstance(conn, InsertProcess) or total_rows > EARLY_INDEX_MAX_ROWS:
+        return False
+    schema.create_indexes(conn)
+    return True
+
+
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
     """graphboard's per-graph tables (gb_graphs, gb_arrays), once the graphs are scored."""
     conn.execute("BEGIN")
