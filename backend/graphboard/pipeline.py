@@ -12,6 +12,7 @@ on different machines: :func:`plan_build` (validate and list the tasks), :func:`
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing
 import os
@@ -30,7 +31,7 @@ from graphboard.compare.colors import node_colors, tool_tips
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
-from graphboard.compare.modes import common_mode
+from graphboard.compare.modes import common_mode, data_mode
 from graphboard.compare.result import DataMode
 from graphboard.distributed import CommNode, collect_comm_nodes, link_ranks
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir, discover
@@ -178,17 +179,40 @@ def process_task(
     formats them: for a lone task, whose process would otherwise leave the second core idle.
     """
     with collector_paused():
-        # Forked first, while this process is small: the child shares no graph pages.
-        conn = writer.open_part(part, in_background=parallel_write)
+        # Forked first, while this process is small: the child shares no graph pages. In a
+        # compare it starts by reading the golden dump and writing the golden rows itself,
+        # while this process reads the two dumps.
+        golden_job = (
+            functools.partial(_write_golden_ahead, task, options)
+            if task.golden is not None
+            else None
+        )
+        conn = writer.open_part(part, in_background=parallel_write, first_job=golden_job)
+        golden_written = golden_job is not None and isinstance(conn, InsertProcess)
         try:
-            return _process_task(task, options, conn)
+            return _process_task(task, options, conn, golden_written)
         except BaseException:
             writer.abandon(conn)
             raise
 
 
+def _write_golden_ahead(task: Task, options: BuildOptions, conn: sqlite3.Connection) -> None:
+    """The inserting process's first job in a compare: build the golden graph (as the other
+    process does, from the same files) and write its rows before the match is known."""
+    assert task.golden is not None
+    golden = build_graph(task.golden, BENCH)
+    golden.step, golden.rank = task.step, task.rank
+    if options.overflow_check:
+        check_overflow(golden)
+    writer.write_graph_ahead_of_match(conn, golden, data_mode(golden))
+    golden.release()  # before the page cache grows for the indexes
+
+
 def _process_task(
-    task: Task, options: BuildOptions, conn: sqlite3.Connection | InsertProcess
+    task: Task,
+    options: BuildOptions,
+    conn: sqlite3.Connection | InsertProcess,
+    golden_written: bool,
 ) -> TaskResult:
     started = time.perf_counter()
     clock = Stopwatch()
@@ -217,9 +241,12 @@ def _process_task(
             "golden_unmatched": stats.golden_unmatched,
         }
         clock.lap("match")
-        # The golden rows need only the match: they are inserted while the target is scored
-        # (and, in id order, "Bench_..." comes before "NPU_...").
-        writer.write_graph(conn, golden, target, mode)
+        if golden_written:
+            writer.correct_links(conn, golden)
+        else:
+            # The golden rows need only the match: they are inserted while the target is
+            # scored (and, in id order, "Bench_..." comes before "NPU_...").
+            writer.write_graph(conn, golden, target, mode)
         writer.index_early(conn, len(golden.nodes) + len(target.nodes))
         clock.lap("write golden")
         compare_graphs(target, golden, mode)

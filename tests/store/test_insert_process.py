@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,22 +28,29 @@ def _contents(path: Path) -> dict[str, list[tuple[object, ...]]]:
 
 
 @pytest.mark.parametrize(
-    ("case", "compare", "overflow_check"),
+    ("case", "compare", "flags"),
     [
-        ("convnet-stats", True, True),
-        ("convnet-md5", True, False),
-        ("convnet-overflow", False, True),  # a build: the target alone
+        ("convnet-stats", True, {"overflow_check": True}),
+        ("convnet-md5", True, {}),
+        ("convnet-overflow", False, {"overflow_check": True}),  # a build: the target alone
+        # Golden rows are written before the match: renamed modules leave some unmatched
+        # (default), or matched to a node at another path (-lm, -fm); their links are fixed.
+        ("layer-mapping", True, {}),
+        ("layer-mapping", True, {"layer_mapping": "mapping.yaml"}),
+        ("layer-mapping", True, {"fuzzy_match": True}),
     ],
 )
 def test_a_task_written_by_a_second_process_is_the_file_written_in_process(
-    tmp_path: Path, case: str, compare: bool, overflow_check: bool
+    tmp_path: Path, case: str, compare: bool, flags: dict[str, Any]
 ) -> None:
     root = fixture_path(case)
+    if "layer_mapping" in flags:
+        flags["layer_mapping"] = root / flags["layer_mapping"]
     options = BuildOptions(
         target=root / "target",
         golden=root / "golden" if compare else None,
         output_dir=tmp_path,
-        overflow_check=overflow_check,
+        **flags,
     )
     task = plan_build(options).tasks[0]
     in_process, in_background = tmp_path / "in_process.db", tmp_path / "in_background.db"
@@ -117,15 +125,18 @@ def test_abort_stops_the_child(tmp_path: Path) -> None:
         writer_process.execute("SELECT 1")
 
 
-def test_indexes_wait_for_the_finished_file_in_process_or_for_a_big_task(tmp_path: Path) -> None:
+def test_indexes_wait_for_the_finished_file_in_process_or_when_they_outgrow_the_cache(
+    tmp_path: Path,
+) -> None:
     conn = writer.open_new_db(tmp_path / "in_process.db")
     assert not writer.index_early(conn, 10)
     conn.close()
+    most_rows = writer.index_cache_ceiling() // writer.INDEX_CACHE_BYTES_PER_ROW
     big = InsertProcess(tmp_path / "big.db", writer.open_new_db)
-    assert not writer.index_early(big, writer.EARLY_INDEX_MAX_ROWS + 1)
+    assert not writer.index_early(big, most_rows + 1)
     big.close()
     small = InsertProcess(tmp_path / "small.db", writer.open_new_db)
-    assert writer.index_early(small, writer.EARLY_INDEX_MAX_ROWS)
+    assert writer.index_early(small, most_rows)
     small.close()
     assert _indexes(tmp_path / "in_process.db") == _indexes(tmp_path / "big.db") == set()
     assert len(_indexes(tmp_path / "small.db")) == 7

@@ -31,9 +31,9 @@ from graphboard.errors import StoreError
 # that the child starts inserting soon and the parent's buffers stay small (~2 MB a batch).
 BATCH_ROWS = 500
 PIPE_BYTES = 1024 * 1024  # Linux's default ceiling for an unprivileged process
-# The child appends table rows, which need no cache once written; what it caches is the
-# indexes it may keep up to date (writer.EARLY_INDEX_MAX_ROWS: ~30 MB of them at most).
-_CHILD_CACHE_KIB = 64 * 1024
+# The child appends table rows, which need no cache once written. (When it is asked to keep
+# indexes up to date, writer.index_early sizes its cache for them.)
+_CHILD_CACHE_KIB = 32 * 1024
 
 
 class Statements(Protocol):
@@ -52,12 +52,19 @@ def can_fork() -> bool:
 class InsertProcess:
     """Runs ``execute`` / ``executemany`` on a new database at ``path`` in a forked child.
 
-    ``open_database`` creates the database in the child (the writer's ``open_new_db``).
+    ``open_database`` creates the database in the child (the writer's ``open_new_db``);
+    ``first_job``, if given, writes into it before the first statement sent is run: work
+    the child can do on its own while the parent is busy (the golden rows of a compare).
     Statements run in the order sent; :meth:`close` waits for the last of them and raises
     :class:`StoreError` if any failed. :meth:`abort` stops the child without waiting.
     """
 
-    def __init__(self, path: Path, open_database: Callable[[Path], sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        path: Path,
+        open_database: Callable[[Path], sqlite3.Connection],
+        first_job: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
         self.path = path
         receiver, sender = Pipe(duplex=False)
         _widen(sender)
@@ -66,7 +73,7 @@ class InsertProcess:
         if pid == 0:
             sender.close()
             status_receiver.close()
-            _serve(path, open_database, receiver, status_sender)
+            _serve(path, open_database, first_job, receiver, status_sender)
         receiver.close()
         status_sender.close()
         self._pid: int | None = pid
@@ -137,14 +144,18 @@ def _widen(pipe: Connection) -> None:
 def _serve(
     path: Path,
     open_database: Callable[[Path], sqlite3.Connection],
+    first_job: Callable[[sqlite3.Connection], None] | None,
     receiver: Connection,
     status: Connection,
 ) -> NoReturn:
-    """The child: run each statement received until the empty message, then report."""
+    """The child: do the first job, run each statement received until the empty message,
+    then report."""
     code = 1
     try:
         conn = open_database(path)
         conn.execute(f"PRAGMA cache_size=-{_CHILD_CACHE_KIB}")
+        if first_job is not None:
+            first_job(conn)
         while message := receiver.recv_bytes():
             sql, parameters, many = pickle.loads(message)
             if many:

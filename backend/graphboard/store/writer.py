@@ -10,8 +10,9 @@ import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +48,17 @@ def open_new_db(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def open_part(path: Path, in_background: bool) -> sqlite3.Connection | InsertProcess:
+def open_part(
+    path: Path,
+    in_background: bool,
+    first_job: Callable[[sqlite3.Connection], None] | None = None,
+) -> sqlite3.Connection | InsertProcess:
     """A new database for one task's graphs: written by a second process when asked (and
-    when this process may fork), else by this one. ``close`` it when done, or ``abandon`` it
-    on an error and remove the file."""
+    when this process may fork), which starts with ``first_job``; else by this one, and the
+    job is not done. ``close`` it when done, or ``abandon`` it on an error and remove the
+    file."""
     if in_background and can_fork():
-        return InsertProcess(path, open_new_db)
+        return InsertProcess(path, open_new_db, first_job)
     return open_new_db(path)
 
 
@@ -103,20 +109,41 @@ def _link_path(node: Node) -> str:
     return _json(names)
 
 
+def _same_path(node: Node, other: Node) -> bool:
+    """Whether two nodes' matched_node_link paths are equal, without building them."""
+    a: Node | None = node
+    b: Node | None = other
+    while a is not None and b is not None:
+        if a.name != b.name:
+            return False
+        a, b = a.parent, b.parent
+    return a is None and b is None
+
+
+class Links(Enum):
+    """What a graph's rows put in matched_node_link."""
+
+    NONE = "none"  # a build: no counterpart
+    MATCHED = "matched"  # the path of the matched node, "[]" when unmatched
+    # Written before the match is known (a compare's golden rows, by the inserting process):
+    # the node's own path, which a default match keeps; correct_links fixes the rest.
+    PRESUMED = "presumed"
+
+
 @dataclass(slots=True)
 class _GraphRows:
-    """What every row of one graph needs, computed once before rows are split among processes."""
+    """What every row of one graph needs, computed once before its rows."""
 
     graph: Graph
     graph_id: str
     mode: DataMode | None
-    compared: bool
+    links: Links
     stack_ids: dict[tuple[str, ...], str]
     dump_data_dir: str | None
 
 
 def _prepare(
-    graph: Graph, counterpart: Graph | None, mode: DataMode | None
+    graph: Graph, links: Links, mode: DataMode | None
 ) -> tuple[_GraphRows, list[tuple[str, str]]]:
     graph_id = graph.graph_id
     stack_ids: dict[tuple[str, ...], str] = {}
@@ -131,7 +158,7 @@ def _prepare(
         graph,
         graph_id,
         mode,
-        counterpart is not None,
+        links,
         stack_ids,
         graph.tensor_dir if mode is DataMode.TENSOR else None,
     )
@@ -144,8 +171,11 @@ def _node_rows(context: _GraphRows, nodes: Iterable[Node]) -> Iterator[tuple[Any
     for node in nodes:
         inputs, outputs = node_display_json(node.params, node.name, context.mode, node.comparison)
         link = "[]"
-        if context.compared and node.match is not None:
-            link = _link_path(node.match)
+        if context.links is Links.MATCHED:
+            if node.match is not None:
+                link = _link_path(node.match)
+        elif context.links is Links.PRESUMED:
+            link = _link_path(node)
         yield (
             f"{graph_id}_{node.name}",
             graph_id,
@@ -214,13 +244,37 @@ _TB_INSERT = f"INSERT INTO tb_nodes ({', '.join(schema.TB_NODES_COLUMNS)}) VALUE
 def write_graph(
     conn: Statements, graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> None:
-    """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare.
+    """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare."""
+    _write_rows(conn, graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
 
-    Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, so the
-    primary-key index grows at its end instead of splitting pages; a caller writing several
-    graphs into one file keeps that order by writing them in graph_id order.
-    """
-    context, stack_rows = _prepare(graph, counterpart, mode)
+
+def write_graph_ahead_of_match(conn: Statements, graph: Graph, mode: DataMode) -> None:
+    """Insert a compare's golden graph before it is matched: each row's matched_node_link
+    presumes the target has a node at the same path; ``correct_links`` fixes the others."""
+    _write_rows(conn, graph, Links.PRESUMED, mode)
+
+
+def correct_links(conn: Statements, graph: Graph) -> int:
+    """Fix the rows of a graph written ahead of its match whose match is not at their own
+    path (unmatched, or paired across names by -fm / -lm); returns how many."""
+    graph_id = graph.graph_id
+    corrections: list[tuple[str, str]] = []
+    for name, node in graph.nodes.items():
+        if node.match is None:
+            corrections.append(("[]", f"{graph_id}_{name}"))
+        elif not _same_path(node, node.match):
+            corrections.append((_link_path(node.match), f"{graph_id}_{name}"))
+    conn.execute("BEGIN")
+    conn.executemany("UPDATE tb_nodes SET matched_node_link = ? WHERE id = ?", corrections)
+    conn.execute("COMMIT")
+    return len(corrections)
+
+
+def _write_rows(conn: Statements, graph: Graph, links: Links, mode: DataMode | None) -> None:
+    # Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, so the
+    # primary-key index grows at its end instead of splitting pages; a caller writing several
+    # graphs into one file keeps that order by writing them in graph_id order.
+    context, stack_rows = _prepare(graph, links, mode)
     nodes = graph.nodes
     conn.execute("BEGIN")
     conn.executemany(_TB_INSERT, _node_rows(context, (nodes[name] for name in sorted(nodes))))
@@ -228,23 +282,36 @@ def write_graph(
     conn.execute("COMMIT")
 
 
-# Up to this many rows in a task written by an InsertProcess, its indexes are created between
-# the golden rows and the target rows (``index_early``), else once over the finished file.
-EARLY_INDEX_MAX_ROWS = 100_000
+# Page cache that keeping msprobe's seven indexes current takes, per row: they hold ~460
+# bytes a row for the synthetic transformer's names (dbstat), and pages filled by random
+# inserts are ~70% full.
+INDEX_CACHE_BYTES_PER_ROW = 700
+
+
+def index_cache_ceiling() -> int:
+    """The most page cache index_early may give the inserting process: a quarter of the RAM."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
+    except (AttributeError, ValueError, OSError):
+        return 1 << 30
 
 
 def index_early(conn: sqlite3.Connection | InsertProcess, total_rows: int) -> bool:
     """Create msprobe's indexes now, over the rows written so far, when that is cheaper.
 
-    With an InsertProcess, written the golden rows, that process would otherwise idle while
-    this one scores the target: it builds the indexes over the golden half then, and keeps
-    them current as the target rows arrive. A file indexed at the end makes everyone wait
-    for all seven indexes (0.6 s of a 27k-record compare). Keeping an index current costs
-    more per row than building it once, and much more once the indexes outgrow the page
-    cache, so a big task (or one written in-process) still indexes at the end.
+    Called once the golden rows are written, while this process scores the target: an
+    InsertProcess would idle then. It builds the indexes over the golden half instead, and
+    keeps them current as the target rows arrive; otherwise everyone waits at the end for
+    seven index builds, each a scan of the whole table (0.6 s of a 27k-record compare, 40 s
+    of a million-record one). Keeping an index current costs more per row than building it
+    once, so this wins only in a second process, and only while the indexes stay in its page
+    cache: a task whose indexes would need more than ``index_cache_ceiling`` still indexes
+    at the end.
     """
-    if not isinstance(conn, InsertProcess) or total_rows > EARLY_INDEX_MAX_ROWS:
+    cache = total_rows * INDEX_CACHE_BYTES_PER_ROW
+    if not isinstance(conn, InsertProcess) or cache > index_cache_ceiling():
         return False
+    conn.execute(f"PRAGMA cache_size=-{cache // 1024}")
     schema.create_indexes(conn)
     return True
 
