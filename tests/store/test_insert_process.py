@@ -4,6 +4,7 @@ its failures reported with the file's name, never swallowed."""
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,8 @@ from typing import Any
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.errors import StoreError
-from graphboard.pipeline import BuildOptions, plan_build, process_task
+from graphboard.errors import DumpError, StoreError
+from graphboard.pipeline import BuildOptions, plan_build, process_task, run_build
 from graphboard.store import writer
 from graphboard.store.insert_process import BATCH_ROWS, InsertProcess
 
@@ -140,3 +141,18 @@ def test_indexes_wait_for_the_finished_file_in_process_or_when_they_outgrow_the_
     small.close()
     assert _indexes(tmp_path / "in_process.db") == _indexes(tmp_path / "big.db") == set()
     assert len(_indexes(tmp_path / "small.db")) == 7
+
+
+def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path: Path) -> None:
+    """The inserting process reads the golden dump too; its failure must not hide the
+    reader's own error, nor leave a part file behind."""
+    root = fixture_path("convnet-stats")
+    golden = tmp_path / "golden"
+    shutil.copytree(root / "golden", golden)
+    dump = next(golden.rglob("dump.json"))
+    dump.chmod(0o644)
+    dump.write_text('{"task": "statistics", "data": {"Module.a.A.forward.0": ')
+    out = tmp_path / "out"
+    with pytest.raises(DumpError, match=rf"{dump}: the JSON document ends early"):
+        run_build(BuildOptions(target=root / "target", golden=golden, output_dir=out))
+    assert list(out.iterdir()) == []

@@ -7,7 +7,9 @@ parent formats the next batch: on two cores the two halves of the work run at on
 
 It is forked before the dumps are read, while the parent's heap is small: the child shares no
 graph with the parent (no copy-on-write faults) and receives nothing but pickled statements.
-It stands in for the ``sqlite3.Connection`` that the writer functions take (:class:`Statements`).
+It may first do a job of its own while the parent reads the dumps (in a compare: read the
+golden dump and write its rows). It stands in for the ``sqlite3.Connection`` that the writer
+functions take (:class:`Statements`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """Write graphs into a .vis.db: a temp file beside the target, renamed only when complete.
 
 Workers of a multi-rank build each write a *part* file of their own (no lock contention);
-the parent copies parts into the final file with ``INSERT ... SELECT`` and renames it.
+the parent copies parts into the final file with ``INSERT ... SELECT`` and renames it. A lone
+task's part is written by a second process (``open_part``, store/insert_process.py), which in
+a compare also writes the golden rows on its own, ahead of the match, and builds the indexes.
 """
 
 from __future__ import annotations
