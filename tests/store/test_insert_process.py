@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -17,6 +20,7 @@ from graphboard.pipeline import BuildOptions, plan_build, process_task, run_buil
 from graphboard.store import writer
 from graphboard.store.insert_process import BATCH_ROWS, InsertProcess
 
+T = TypeVar("T")
 _TABLES = ("tb_nodes", "tb_stack", "gb_graphs", "gb_arrays")
 
 
@@ -56,7 +60,7 @@ def test_a_task_written_by_a_second_process_is_the_file_written_in_process(
     task = plan_build(options).tasks[0]
     in_process, in_background = tmp_path / "in_process.db", tmp_path / "in_background.db"
     process_task(task, options, in_process, parallel_write=False)
-    process_task(task, options, in_background, parallel_write=True)
+    _in_fresh_process(process_task, task, options, in_background, True)
     expected = _contents(in_process)
     assert len(expected["tb_nodes"]) > 100
     assert _contents(in_background) == expected
@@ -65,6 +69,13 @@ def test_a_task_written_by_a_second_process_is_the_file_written_in_process(
     assert _indexes(in_background) == ({f"index{n}" for n in range(1, 8)} if compare else set())
     with sqlite3.connect(in_background) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+def _in_fresh_process(function: Callable[..., T], *args: Any) -> T:
+    """Run a call in a new, single-threaded interpreter: a process running other threads
+    (the test session keeps servers alive) writes in-process, never forking (can_fork)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
+        return pool.submit(function, *args).result()
 
 
 def _indexes(path: Path) -> set[str]:
@@ -153,6 +164,7 @@ def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path:
     dump.chmod(0o644)
     dump.write_text('{"task": "statistics", "data": {"Module.a.A.forward.0": ')
     out = tmp_path / "out"
+    options = BuildOptions(target=root / "target", golden=golden, output_dir=out)
     with pytest.raises(DumpError, match=rf"{dump}: the JSON document ends early"):
-        run_build(BuildOptions(target=root / "target", golden=golden, output_dir=out))
+        _in_fresh_process(run_build, options)
     assert list(out.iterdir()) == []
