@@ -25,16 +25,27 @@ from typing import TextIO
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-sys.path.insert(0, str(REPO / "tests"))
-# The tests' helpers, one implementation for both (re-exported to the benchmarks): a free
-# loopback port, and `graphboard serve` in a process.
-from ci_support import free_port as free_port  # noqa: E402
-from ci_support import serve_process as serve_process  # noqa: E402
+sys.path.insert(0, str(REPO / "tests"))  # for ci_support, below
 
 DATA = Path(os.environ.get("GRAPHBOARD_BENCH_DATA", BENCH / "data"))
 SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", REPO.parent / "shared"))
 GRAPH_BUILD = [sys.executable, "-m", "graphboard.cli"]
 GRAPHBOARD = str(Path(sys.executable).with_name("graphboard"))
+
+
+# The tests' helpers serve the benchmarks too (tests/ci_support): imported on first use, as
+# they pull in the server, ~90 MB that every command forked from this process would report
+# as its own peak RSS (Linux carries the high-water mark across fork and exec).
+def free_port() -> int:
+    from ci_support import free_port as find_free_port
+
+    return find_free_port()
+
+
+def serve_process(data_dir: Path, port: int, **environment: str) -> subprocess.Popen[bytes]:
+    from ci_support import serve_process as start
+
+    return start(data_dir, port, **environment)
 
 
 def msprobe_binary() -> str | None:
