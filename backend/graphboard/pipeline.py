@@ -19,6 +19,7 @@ import os
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from graphboard.distributed import CommNode, collect_comm_nodes, link_ranks
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir, discover
 from graphboard.errors import CompareError, GraphboardError, StoreError
 from graphboard.gcpause import collector_paused
-from graphboard.graph.builder import build_graph
+from graphboard.graph.builder import build_graph, read_records
 from graphboard.graph.model import BENCH, NPU, Graph
 from graphboard.overflow import check_overflow
 from graphboard.progress import ProgressCallback, Stopwatch, silent
@@ -196,11 +197,16 @@ def process_task(
             raise
 
 
-def _write_golden_ahead(task: Task, options: BuildOptions, conn: sqlite3.Connection) -> None:
-    """The inserting process's first job in a compare: build the golden graph (as the other
-    process does, from the same files) and write its rows before the match is known."""
+def _write_golden_ahead(
+    task: Task, options: BuildOptions, conn: sqlite3.Connection, reply: Callable[[Any], None]
+) -> None:
+    """The inserting process's first job in a compare: read the golden dump, hand its records
+    to the other process (which would otherwise parse the same file), then build the golden
+    graph as that process does and write its rows before the match is known."""
     assert task.golden is not None
-    golden = build_graph(task.golden, BENCH)
+    records = read_records(task.golden)
+    reply(records)
+    golden = build_graph(task.golden, BENCH, records)
     golden.step, golden.rank = task.step, task.rank
     if options.overflow_check:
         check_overflow(golden)
@@ -223,7 +229,10 @@ def _process_task(
     mode: DataMode | None = None
     match: dict[str, int] | None = None
     if task.golden is not None:
-        golden = build_graph(task.golden, BENCH)
+        # Parsed by the inserting process, which reads the golden dump for its own rows; if it
+        # could not (a broken file), this process reads it and reports the error.
+        records = conn.first_reply() if isinstance(conn, InsertProcess) and golden_written else None
+        golden = build_graph(task.golden, BENCH, records)
         golden.step, golden.rank = task.step, task.rank
         clock.lap("read and build golden")
     graphs = [target] if golden is None else [target, golden]

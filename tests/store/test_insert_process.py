@@ -168,3 +168,30 @@ def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path:
     with pytest.raises(DumpError, match=rf"{dump}: the JSON document ends early"):
         _in_fresh_process(run_build, options)
     assert list(out.iterdir()) == []
+
+
+def _reply_then_write(conn: sqlite3.Connection, reply: Callable[[Any], None]) -> None:
+    reply({"handed": list(range(100_000))})  # larger than the pipe: sent from a thread
+    conn.execute("CREATE TABLE t (n INTEGER)")
+    conn.execute("INSERT INTO t VALUES (1)")
+
+
+def _fail_before_replying(conn: sqlite3.Connection, reply: Callable[[Any], None]) -> None:
+    raise ValueError("the first job broke")
+
+
+def test_the_first_job_hands_over_a_value_and_writes_first(tmp_path: Path) -> None:
+    path = tmp_path / "job.db"
+    writer_process = InsertProcess(path, writer.open_db, _reply_then_write)
+    writer_process.execute("INSERT INTO t VALUES (2)")  # runs after the job's rows
+    assert writer_process.first_reply() == {"handed": list(range(100_000))}
+    writer_process.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT n FROM t ORDER BY rowid").fetchall() == [(1,), (2,)]
+
+
+def test_a_first_job_that_fails_hands_over_nothing_and_is_reported(tmp_path: Path) -> None:
+    writer_process = InsertProcess(tmp_path / "job.db", writer.open_db, _fail_before_replying)
+    assert writer_process.first_reply() is None
+    with pytest.raises(StoreError, match="the first job broke"):
+        writer_process.close()

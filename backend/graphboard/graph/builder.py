@@ -11,7 +11,10 @@ and gradients whose module has no backward node, are attached and reported.
 from __future__ import annotations
 
 import re
+from dataclasses import fields
+from operator import attrgetter
 from pathlib import Path
+from typing import Any
 
 from graphboard.dump.construct import Construct, read_construct
 from graphboard.dump.jsonio import DumpFile
@@ -38,8 +41,13 @@ NO_FORWARD_STACK = (
 _GRAD = re.compile(r"\.parameters_grad(\.\d+)?$")
 
 
-class _Records:
-    """dump.json parsed into parameters per node name, plus what the header says."""
+class DumpRecords:
+    """dump.json parsed into parameters per node name, plus what the header says.
+
+    It pickles compactly, each Param as a plain tuple: the inserting process of a compare
+    reads the golden dump and hands the records over (pipeline.py), which costs the receiver
+    a third of parsing the file.
+    """
 
     def __init__(self, path: Path) -> None:
         dump = DumpFile(path)
@@ -64,6 +72,30 @@ class _Records:
                 'no "task" in the header',
                 expected='"task": "statistics", "tensor", "structure"...',
             )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        params = {
+            name: [_param_fields(param) for param in values] for name, values in self.params.items()
+        }
+        header = (self.task, self.level, self.framework, self.dump_data_dir)
+        return (_unpickle_records, (params, self.batch_p2p, self.has_md5, header))
+
+
+_param_fields = attrgetter(*(field.name for field in fields(Param)))
+
+
+def _unpickle_records(
+    params: dict[str, list[tuple[Any, ...]]],
+    batch_p2p: dict[str, list[dict[str, object]]],
+    has_md5: bool,
+    header: tuple[Any, Any, Any, Any],
+) -> DumpRecords:
+    records = DumpRecords.__new__(DumpRecords)
+    records.params = {name: [Param(*values) for values in items] for name, items in params.items()}
+    records.batch_p2p = batch_p2p
+    records.has_md5 = has_md5
+    records.task, records.level, records.framework, records.dump_data_dir = header
+    return records
 
 
 def _repair_parent(child: str, parent: str | None, parents: dict[str, str | None]) -> str | None:
@@ -101,7 +133,7 @@ def _repair_parent(child: str, parent: str | None, parents: dict[str, str | None
 
 class _Builder:
     def __init__(
-        self, construct: Construct, records: _Records, stacks: dict[str, Stack], side: str
+        self, construct: Construct, records: DumpRecords, stacks: dict[str, Stack], side: str
     ) -> None:
         self.construct = construct
         self.records = records
@@ -243,18 +275,24 @@ def _subtree(node: Node) -> list[Node]:
     return found
 
 
-def build_graph(rank_dir: RankDir, side: str = NPU) -> Graph:
-    """Read one rank folder and build its graph."""
+def build_graph(rank_dir: RankDir, side: str = NPU, records: DumpRecords | None = None) -> Graph:
+    """Read one rank folder and build its graph (with its dump.json's ``records`` when they
+    are already parsed)."""
     warnings: list[str] = []
     construct = read_construct(rank_dir.file("construct.json"))
-    records = _Records(rank_dir.file("dump.json"))
+    if records is None:
+        records = read_records(rank_dir)
     stacks = read_stacks(rank_dir.file("stack.json"), warnings)
     return assemble_graph(construct, records, stacks, rank_dir, side, warnings)
 
 
+def read_records(rank_dir: RankDir) -> DumpRecords:
+    return DumpRecords(rank_dir.file("dump.json"))
+
+
 def assemble_graph(
     construct: Construct,
-    records: _Records,
+    records: DumpRecords,
     stacks: dict[str, Stack],
     rank_dir: RankDir,
     side: str,

@@ -38,6 +38,10 @@ PIPE_BYTES = 1024 * 1024  # Linux's default ceiling for an unprivileged process
 _CHILD_CACHE_KIB = 32 * 1024
 
 
+# A child's first job: given the new database and a way to hand the parent one object.
+FirstJob = Callable[[sqlite3.Connection, Callable[[Any], None]], None]
+
+
 class Statements(Protocol):
     """What the writer functions need of a database: a connection, or an InsertProcess."""
 
@@ -56,7 +60,8 @@ class InsertProcess:
 
     ``open_database`` creates the database in the child (the writer's ``open_new_db``);
     ``first_job``, if given, writes into it before the first statement sent is run: work
-    the child can do on its own while the parent is busy (the golden rows of a compare).
+    the child can do on its own while the parent is busy (the golden rows of a compare). It
+    may hand the parent one object on the way (``reply``), which :meth:`first_reply` returns.
     Statements run in the order sent; :meth:`close` waits for the last of them and raises
     :class:`StoreError` if any failed. :meth:`abort` stops the child without waiting.
     """
@@ -65,19 +70,23 @@ class InsertProcess:
         self,
         path: Path,
         open_database: Callable[[Path], sqlite3.Connection],
-        first_job: Callable[[sqlite3.Connection], None] | None = None,
+        first_job: FirstJob | None = None,
     ) -> None:
         self.path = path
         receiver, sender = Pipe(duplex=False)
         _widen(sender)
         status_receiver, status_sender = Pipe(duplex=False)
+        reply_receiver, reply_sender = Pipe(duplex=False)
         pid = os.fork()
         if pid == 0:
             sender.close()
             status_receiver.close()
-            _serve(path, open_database, first_job, receiver, status_sender)
+            reply_receiver.close()
+            _serve(path, open_database, first_job, receiver, status_sender, reply_sender)
         receiver.close()
         status_sender.close()
+        reply_sender.close()
+        self._reply = reply_receiver
         self._pid: int | None = pid
         self._sender = sender
         self._status = status_receiver
@@ -89,6 +98,14 @@ class InsertProcess:
         rows = iter(parameters)
         while batch := list(islice(rows, BATCH_ROWS)):
             self._send((sql, batch, True))
+
+    def first_reply(self) -> Any:
+        """What the first job handed over, once it has; None if it did not (it failed: the
+        caller does the work itself, and meets the error under its own name)."""
+        try:
+            return pickle.loads(self._reply.recv_bytes())
+        except (EOFError, OSError):
+            return None
 
     def _send(self, statement: tuple[str, Any, bool]) -> None:
         if self._pid is None:
@@ -116,6 +133,7 @@ class InsertProcess:
             problem = "the writing process ended without a word"
         finally:
             self._status.close()
+            self._reply.close()
         _, status = os.waitpid(pid, 0)
         if problem or status != 0:
             raise StoreError(
@@ -132,6 +150,7 @@ class InsertProcess:
         os.waitpid(pid, 0)
         self._sender.close()
         self._status.close()
+        self._reply.close()
 
 
 def _widen(pipe: Connection) -> None:
@@ -146,9 +165,10 @@ def _widen(pipe: Connection) -> None:
 def _serve(
     path: Path,
     open_database: Callable[[Path], sqlite3.Connection],
-    first_job: Callable[[sqlite3.Connection], None] | None,
+    first_job: FirstJob | None,
     receiver: Connection,
     status: Connection,
+    reply: Connection,
 ) -> NoReturn:
     """The child: do the first job, run each statement received until the empty message,
     then report."""
@@ -156,8 +176,20 @@ def _serve(
     try:
         conn = open_database(path)
         conn.execute(f"PRAGMA cache_size=-{_CHILD_CACHE_KIB}")
+        sending: list[threading.Thread] = []
+
+        def hand_over(value: Any) -> None:
+            # From a thread: the parent may not read the reply at once (a pipe write blocks
+            # until the reader drains it), and the job goes on meanwhile.
+            message = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            sending.append(threading.Thread(target=reply.send_bytes, args=(message,)))
+            sending[-1].start()
+
         if first_job is not None:
-            first_job(conn)
+            first_job(conn, hand_over)
+        for thread in sending:
+            thread.join()
+        reply.close()  # after the reply, or instead of one: first_reply sees the end
         while message := receiver.recv_bytes():
             sql, parameters, many = pickle.loads(message)
             if many:

@@ -12,7 +12,7 @@ import json
 import os
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -28,7 +28,7 @@ from graphboard.errors import StoreError
 from graphboard.graph.model import Graph, Node
 from graphboard.store import arrays, schema
 from graphboard.store.display import node_display_json
-from graphboard.store.insert_process import InsertProcess, Statements, can_fork
+from graphboard.store.insert_process import FirstJob, InsertProcess, Statements, can_fork
 
 
 def _json(value: Any) -> str:
@@ -53,7 +53,7 @@ def open_new_db(path: Path) -> sqlite3.Connection:
 def open_part(
     path: Path,
     in_background: bool,
-    first_job: Callable[[sqlite3.Connection], None] | None = None,
+    first_job: FirstJob | None = None,
 ) -> sqlite3.Connection | InsertProcess:
     """A new database for one task's graphs: written by a second process when asked (and
     when this process may fork), which starts with ``first_job``; else by this one, and the
