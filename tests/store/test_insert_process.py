@@ -195,3 +195,14 @@ def test_a_first_job_that_fails_hands_over_nothing_and_is_reported(tmp_path: Pat
     assert writer_process.first_reply() is None
     with pytest.raises(StoreError, match="the first job broke"):
         writer_process.close()
+
+
+def test_a_reply_never_asked_for_holds_nothing_up(tmp_path: Path) -> None:
+    path = tmp_path / "job.db"
+    writer_process = InsertProcess(path, writer.open_db, _reply_then_write)
+    # The reply is larger than its pipe and never read: the child must serve the statements
+    # and end all the same (it once waited for the reply to be read first).
+    writer_process.executemany("INSERT INTO t VALUES (?)", [(n,) for n in range(20_000)])
+    writer_process.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM t").fetchone() == (20_001,)

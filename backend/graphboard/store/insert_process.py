@@ -127,13 +127,13 @@ class InsertProcess:
         pid, self._pid = self._pid, None
         assert pid is not None
         self._sender.close()
+        self._reply.close()  # a reply never asked for no longer holds the child up
         try:
             problem = self._status.recv_bytes().decode() if self._status.poll(None) else ""
         except EOFError:
             problem = "the writing process ended without a word"
         finally:
             self._status.close()
-            self._reply.close()
         _, status = os.waitpid(pid, 0)
         if problem or status != 0:
             raise StoreError(
@@ -162,6 +162,11 @@ def _widen(pipe: Connection) -> None:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
 
 
+def _send_quietly(connection: Connection, message: bytes) -> None:
+    with suppress(OSError):  # the parent closed its end without reading: it did not want it
+        connection.send_bytes(message)
+
+
 def _serve(
     path: Path,
     open_database: Callable[[Path], sqlite3.Connection],
@@ -180,16 +185,15 @@ def _serve(
 
         def hand_over(value: Any) -> None:
             # From a thread: the parent may not read the reply at once (a pipe write blocks
-            # until the reader drains it), and the job goes on meanwhile.
+            # until the reader drains it), and the job and the statements go on meanwhile.
             message = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            sending.append(threading.Thread(target=reply.send_bytes, args=(message,)))
+            sending.append(threading.Thread(target=_send_quietly, args=(reply, message)))
             sending[-1].start()
 
         if first_job is not None:
             first_job(conn, hand_over)
-        for thread in sending:
-            thread.join()
-        reply.close()  # after the reply, or instead of one: first_reply sees the end
+        if not sending:
+            reply.close()  # nothing to hand over: first_reply sees the end at once
         while message := receiver.recv_bytes():
             sql, parameters, many = pickle.loads(message)
             if many:
@@ -197,6 +201,8 @@ def _serve(
             else:
                 conn.execute(sql, parameters)
         conn.close()
+        for thread in sending:
+            thread.join()
         status.send_bytes(b"")
         code = 0
     except BaseException as error:  # reported to the parent, which raises it as a StoreError
