@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gc
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import graphboard.pipeline as pipeline
 from fixture_cases import fixture_path
 from graphboard.errors import CompareError, LayoutError
 from graphboard.pipeline import BuildOptions, finish_build, plan_build, process_task, run_build
@@ -94,3 +96,33 @@ def test_a_task_leaves_no_cyclic_garbage(tmp_path: Path) -> None:
             gc.enable()
     assert result.match is not None and result.match["target_matched"] > 0
     assert unreachable < 50, f"{unreachable} objects were only collectable as cycles"
+
+
+@pytest.mark.parametrize("one_shot", [True, False])
+def test_a_one_shot_build_keeps_only_its_last_tasks_graphs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_shot: bool
+) -> None:
+    """graph_build skips freeing the graphs it would free just before exiting; the graphs of
+    earlier tasks are freed as before, or a many-rank build would hold every rank at once."""
+    kept: list[Any] = []
+    monkeypatch.setattr(pipeline, "_KEPT_UNTIL_EXIT", kept)
+    ddp2 = fixture_path("convnet-ddp2")
+    options = BuildOptions(
+        target=ddp2 / "target",
+        golden=ddp2 / "golden",
+        output_dir=tmp_path,
+        workers=1,
+        one_shot=one_shot,
+    )
+    try:
+        run_build(options)
+    finally:
+        gc.unfreeze()  # keeping graphs freezes the collector's view of this test process
+    if one_shot:
+        assert [(graph.side, graph.step, graph.rank) for graph in kept] == [
+            ("NPU", 1, 1),
+            ("Bench", 1, 1),
+        ]
+        assert all(graph.nodes for graph in kept)  # whole, not released
+    else:
+        assert kept == []

@@ -59,9 +59,10 @@ class BuildOptions:
     workers: int | None = None
     output_name: str | None = None  # file name; default build_/compare_<timestamp>.vis.db
     command: list[str] = field(default_factory=list)
-    # A one-shot process (the graph_build command) ends right after the build: it keeps its
-    # graphs until it exits instead of freeing them object by object (0.2 s of a 27k-record
-    # compare), which its exit does at once.
+    # A one-shot process (the graph_build command) ends right after the build: the last task
+    # it runs itself keeps its graphs until the exit instead of freeing them object by object
+    # (0.2 s of a 27k-record compare), which the exit does at once. Earlier tasks, and tasks
+    # in worker processes, free theirs: the graphs of every rank would not fit.
     one_shot: bool = False
 
     @property
@@ -172,12 +173,17 @@ def _mapping(options: BuildOptions) -> LayerMapping | None:
 
 
 def process_task(
-    task: Task, options: BuildOptions, part: Path, parallel_write: bool = False
+    task: Task,
+    options: BuildOptions,
+    part: Path,
+    parallel_write: bool = False,
+    keep_graphs: bool = False,
 ) -> TaskResult:
     """Build (and compare) one (step, rank) and write it into ``part``.
 
     ``parallel_write`` has a second process insert the rows while this one reads, scores and
     formats them: for a lone task, whose process would otherwise leave the second core idle.
+    ``keep_graphs``: this process ends after this task (BuildOptions.one_shot).
     """
     with collector_paused():
         # Forked first, while this process is small: the child shares no graph pages. In a
@@ -191,7 +197,7 @@ def process_task(
         conn = writer.open_part(part, in_background=parallel_write, first_job=golden_job)
         golden_written = golden_job is not None and isinstance(conn, InsertProcess)
         try:
-            return _process_task(task, options, conn, golden_written)
+            return _process_task(task, options, conn, golden_written, keep_graphs)
         except BaseException:
             writer.abandon(conn)
             raise
@@ -219,6 +225,7 @@ def _process_task(
     options: BuildOptions,
     conn: sqlite3.Connection | InsertProcess,
     golden_written: bool,
+    keep_graphs: bool,
 ) -> TaskResult:
     started = time.perf_counter()
     clock = Stopwatch()
@@ -270,7 +277,7 @@ def _process_task(
     warnings = [warning for graph in graphs for warning in graph.warnings]
     comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
     micro_steps = max(graph.micro_steps for graph in graphs)
-    if options.one_shot:
+    if keep_graphs:
         _KEPT_UNTIL_EXIT.extend(graphs)
         gc.freeze()  # and out of the cyclic collector's sight, which would only traverse them
     else:
@@ -535,7 +542,10 @@ def _run_tasks(
         results = []
         lone = len(tasks) == 1 and (os.cpu_count() or 1) > 1
         for index, task in enumerate(tasks):
-            results.append(process_task(task, options, parts[index], parallel_write=lone))
+            last = options.one_shot and index == len(tasks) - 1
+            results.append(
+                process_task(task, options, parts[index], parallel_write=lone, keep_graphs=last)
+            )
             report(index + 1, results[-1])
         return results
     context = multiprocessing.get_context("spawn")  # safe inside servers with threads
