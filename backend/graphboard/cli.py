@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # the server's settings load only for serve and demo
 
 
 def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.set_defaults(one_shot=False)  # graph_build_command sets it: see BuildOptions.one_shot
     parser.add_argument(
         "-tp", "--target_path", required=True, help="target dump (the -tp side, shown as NPU)"
     )
@@ -115,7 +116,7 @@ def _run_build(args: argparse.Namespace) -> int:
         workers=args.workers,
         output_name=args.name,
         command=sys.argv,
-        one_shot=getattr(args, "one_shot", False),
+        one_shot=args.one_shot,
     )
     progress: ProgressCallback
     if args.is_print_progress_log:
@@ -195,9 +196,8 @@ def graph_build_main(argv: Sequence[str] | None = None, one_shot: bool = False) 
     )
     parser.add_argument("--version", action="version", version=f"graphboard {__version__}")
     _add_build_arguments(parser)
-    args = parser.parse_args(argv)
-    args.one_shot = one_shot
-    return _guarded("graph_build", _run_build, args)
+    parser.set_defaults(one_shot=one_shot)
+    return _guarded("graph_build", _run_build, parser.parse_args(argv))
 
 
 def graph_build_command() -> NoReturn:

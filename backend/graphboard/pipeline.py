@@ -195,9 +195,8 @@ def process_task(
             else None
         )
         conn = writer.open_part(part, in_background=parallel_write, first_job=golden_job)
-        golden_written = golden_job is not None and isinstance(conn, InsertProcess)
         try:
-            return _process_task(task, options, conn, golden_written, keep_graphs)
+            return _process_task(task, options, conn, keep_graphs)
         except BaseException:
             writer.abandon(conn)
             raise
@@ -224,7 +223,6 @@ def _process_task(
     task: Task,
     options: BuildOptions,
     conn: sqlite3.Connection | InsertProcess,
-    golden_written: bool,
     keep_graphs: bool,
 ) -> TaskResult:
     started = time.perf_counter()
@@ -238,7 +236,7 @@ def _process_task(
     if task.golden is not None:
         # Parsed by the inserting process, which reads the golden dump for its own rows; if it
         # could not (a broken file), this process reads it and reports the error.
-        records = conn.first_reply() if isinstance(conn, InsertProcess) and golden_written else None
+        records = conn.first_reply() if isinstance(conn, InsertProcess) else None
         golden = build_graph(task.golden, BENCH, records)
         golden.step, golden.rank = task.step, task.rank
         clock.lap("read and build golden")
@@ -257,7 +255,7 @@ def _process_task(
             "golden_unmatched": stats.golden_unmatched,
         }
         clock.lap("match")
-        if golden_written:
+        if isinstance(conn, InsertProcess):  # its first job wrote them (process_task)
             writer.correct_links(conn, golden)
         else:
             # The golden rows need only the match: they are inserted while the target is
