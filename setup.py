@@ -1,5 +1,6 @@
-"""The one compiled part: msprobe's display strings (graphboard/store/_render.c, with
-_floats.cpp for Python's float formatting at the speed of libstdc++'s std::to_chars).
+"""The compiled parts: msprobe's display strings (graphboard/store/_render.c, with
+_floats.cpp for Python's float formatting at the speed of libstdc++'s std::to_chars), and
+tb_nodes written straight into SQLite's file format (graphboard/store/_btree.c).
 
 Everything else is in pyproject.toml; setuptools reads both.
 """
@@ -13,6 +14,11 @@ setup(
             ["backend/graphboard/store/_render.c", "backend/graphboard/store/_floats.cpp"],
             language="c++",  # links libstdc++
             extra_compile_args=["-O2", "-Wall"],  # no -Werror: a newer compiler must still install
-        )
+        ),
+        Extension(
+            "graphboard.store._btree",
+            ["backend/graphboard/store/_btree.c"],
+            extra_compile_args=["-O2", "-Wall"],
+        ),
     ]
 )

@@ -16,7 +16,6 @@ import functools
 import gc
 import multiprocessing
 import os
-import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +43,7 @@ from graphboard.overflow import check_overflow
 from graphboard.progress import ProgressCallback, Stopwatch, silent
 from graphboard.store import schema, writer
 from graphboard.store.insert_process import InsertProcess
+from graphboard.store.statements import NodeWriter
 
 SCHEMA_NAME = "graphboard.vis.db"
 
@@ -178,12 +178,15 @@ def process_task(
     part: Path,
     parallel_write: bool = False,
     keep_graphs: bool = False,
+    whole_file: bool = True,
 ) -> TaskResult:
     """Build (and compare) one (step, rank) and write it into ``part``.
 
-    ``parallel_write`` has a second process insert the rows while this one reads, scores and
-    formats them: for a lone task, whose process would otherwise leave the second core idle.
-    ``keep_graphs``: this process ends after this task (BuildOptions.one_shot).
+    ``parallel_write`` has a second process write the part while this one reads, scores and
+    formats the rows: for a lone task, whose process would otherwise leave the second core
+    idle. ``keep_graphs``: this process ends after this task (BuildOptions.one_shot).
+    ``whole_file``: the part becomes the .vis.db, so it gets msprobe's indexes (parts merged
+    into one file are indexed there).
     """
     with collector_paused():
         # Forked first, while this process is small: the child shares no graph pages. In a
@@ -194,7 +197,7 @@ def process_task(
             if task.golden is not None
             else None
         )
-        conn = writer.open_part(part, in_background=parallel_write, first_job=golden_job)
+        conn = writer.open_part(part, parallel_write, golden_job, indexed=whole_file)
         try:
             return _process_task(task, options, conn, keep_graphs)
         except BaseException:
@@ -203,11 +206,11 @@ def process_task(
 
 
 def _write_golden_ahead(
-    task: Task, options: BuildOptions, conn: sqlite3.Connection, reply: Callable[[Any], None]
+    task: Task, options: BuildOptions, conn: NodeWriter, reply: Callable[[Any], None]
 ) -> None:
-    """The inserting process's first job in a compare: read the golden dump, hand its records
+    """The writing process's first job in a compare: read the golden dump, hand its records
     to the other process (which would otherwise parse the same file), then build the golden
-    graph as that process does and write its rows before the match is known."""
+    graph as that process does and format its rows before the match is known."""
     assert task.golden is not None
     records = read_records(task.golden)
     reply(records)
@@ -216,13 +219,13 @@ def _write_golden_ahead(
     if options.overflow_check:
         check_overflow(golden)
     writer.write_graph_ahead_of_match(conn, golden, data_mode(golden))
-    golden.release()  # before the page cache grows for the indexes
+    golden.release()  # the part holds its rows
 
 
 def _process_task(
     task: Task,
     options: BuildOptions,
-    conn: sqlite3.Connection | InsertProcess,
+    conn: NodeWriter,
     keep_graphs: bool,
 ) -> TaskResult:
     started = time.perf_counter()
@@ -234,7 +237,7 @@ def _process_task(
     mode: DataMode | None = None
     match: dict[str, int] | None = None
     if task.golden is not None:
-        # Parsed by the inserting process, which reads the golden dump for its own rows; if it
+        # Parsed by the writing process, which reads the golden dump for its own rows; if it
         # could not (a broken file), this process reads it and reports the error.
         records = conn.first_reply() if isinstance(conn, InsertProcess) else None
         golden = build_graph(task.golden, BENCH, records)
@@ -255,22 +258,24 @@ def _process_task(
             "golden_unmatched": stats.golden_unmatched,
         }
         clock.lap("match")
-        if isinstance(conn, InsertProcess):  # its first job wrote them (process_task)
+        if isinstance(conn, InsertProcess):  # its first job formatted them (process_task)
             writer.correct_links(conn, golden)
         else:
-            # The golden rows need only the match: they are inserted while the target is
-            # scored (and, in id order, "Bench_..." comes before "NPU_...").
+            # The golden rows need only the match (and, in id order, "Bench_..." comes
+            # before "NPU_...").
             writer.write_graph(conn, golden, target, mode)
-        writer.index_early(conn, len(golden.nodes) + len(target.nodes))
         clock.lap("write golden")
         compare_graphs(target, golden, mode)
         clock.lap("compare")
-    writer.write_graph(conn, target, golden, mode)
     pairs: list[tuple[Graph, Graph | None]] = [(target, golden)]
     if golden is not None:
         pairs.append((golden, target))
+    # Before the target's rows, so that the writing process can finish the file as soon as
+    # the last row arrives (a part runs its statements when it closes, each table's rows in
+    # the order sent).
     writer.write_summaries(conn, pairs)
-    conn.close()  # with an InsertProcess: waits for its last rows
+    writer.write_graph(conn, target, golden, mode)
+    conn.close()  # with an InsertProcess: waits for it to finish the file
     clock.lap("write")
     warnings = [warning for graph in graphs for warning in graph.warnings]
     comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
@@ -542,14 +547,21 @@ def _run_tasks(
         for index, task in enumerate(tasks):
             last = options.one_shot and index == len(tasks) - 1
             results.append(
-                process_task(task, options, parts[index], parallel_write=lone, keep_graphs=last)
+                process_task(
+                    task,
+                    options,
+                    parts[index],
+                    parallel_write=lone,
+                    keep_graphs=last,
+                    whole_file=len(tasks) == 1,
+                )
             )
             report(index + 1, results[-1])
         return results
     context = multiprocessing.get_context("spawn")  # safe inside servers with threads
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         futures: dict[Future[TaskResult], int] = {
-            pool.submit(process_task, task, options, parts[index]): index
+            pool.submit(process_task, task, options, parts[index], whole_file=False): index
             for index, task in enumerate(tasks)
         }
         ordered: list[TaskResult | None] = [None] * len(tasks)

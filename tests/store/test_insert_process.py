@@ -1,4 +1,4 @@
-"""The second process that inserts a task's rows: the same file as writing in-process, and
+"""The second process that writes a task's part: the same file as writing in-process, and
 its failures reported with the file's name, never swallowed."""
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from graphboard.errors import DumpError, StoreError
 from graphboard.pipeline import BuildOptions, plan_build, process_task, run_build
 from graphboard.store import writer
 from graphboard.store.insert_process import BATCH_ROWS, InsertProcess
+from graphboard.store.part_file import PartFile
+from graphboard.store.statements import NodeWriter
+from part_rows import node_row
 
 T = TypeVar("T")
 _TABLES = ("tb_nodes", "tb_stack", "gb_graphs", "gb_arrays")
@@ -64,11 +67,11 @@ def test_a_task_written_by_a_second_process_is_the_file_written_in_process(
     expected = _contents(in_process)
     assert len(expected["tb_nodes"]) > 100
     assert _contents(in_background) == expected
-    # A small compare's indexes are built by the inserting process, between the two sides.
-    assert _indexes(in_process) == set()
-    assert _indexes(in_background) == ({f"index{n}" for n in range(1, 8)} if compare else set())
-    with sqlite3.connect(in_background) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    # A lone task's part is the whole file: it carries msprobe's indexes.
+    assert _indexes(in_process) == _indexes(in_background) == {f"index{n}" for n in range(1, 8)}
+    for path in (in_process, in_background):
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
 def _in_fresh_process(function: Callable[..., T], *args: Any) -> T:
@@ -86,36 +89,36 @@ def _indexes(path: Path) -> set[str]:
         return {name for (name,) in rows}
 
 
-def test_statements_run_in_the_order_sent_across_batches(tmp_path: Path) -> None:
+def test_calls_run_in_the_order_sent_across_batches(tmp_path: Path) -> None:
     path = tmp_path / "rows.db"
-    writer_process = InsertProcess(path, writer.open_db)
-    writer_process.execute("CREATE TABLE t (n INTEGER, text TEXT)")
+    writer_process = InsertProcess(path, PartFile)
     count = BATCH_ROWS * 3 + 7
-    writer_process.execute("BEGIN")
+    writer_process.insert_nodes(node_row(n) for n in range(count))
+    writer_process.execute("INSERT INTO tb_stack VALUES (?, ?)", ("first", "[]"))
     writer_process.executemany(
-        "INSERT INTO t VALUES (?, ?)", ((n, f"row {n}") for n in range(count))
+        "INSERT INTO tb_stack VALUES (?, ?)", ((f"s{n}", "[]") for n in range(count))
     )
-    writer_process.execute("COMMIT")
-    writer_process.execute("INSERT INTO t VALUES (?, ?)", (-1, "last"))
     writer_process.close()
     with sqlite3.connect(path) as conn:
-        rows = conn.execute("SELECT n, text FROM t ORDER BY rowid").fetchall()
-    assert rows == [(n, f"row {n}") for n in range(count)] + [(-1, "last")]
+        nodes = conn.execute("SELECT node_order FROM tb_nodes ORDER BY rowid").fetchall()
+        stacks = conn.execute("SELECT id FROM tb_stack ORDER BY rowid").fetchall()
+    assert nodes == [(n,) for n in range(count)]
+    assert stacks == [("first",)] + [(f"s{n}",) for n in range(count)]
 
 
 def test_a_failing_statement_is_raised_with_the_file_and_sqlites_reason(tmp_path: Path) -> None:
     path = tmp_path / "broken.db"
-    writer_process = InsertProcess(path, writer.open_new_db)
+    writer_process = InsertProcess(path, PartFile)
     writer_process.executemany("INSERT INTO no_such_table VALUES (?)", [(1,), (2,)])
     with pytest.raises(StoreError, match=rf"{path}: .*no such table: no_such_table"):
-        # the child fails at once; the error surfaces at the next send or at close
+        # the part runs its statements when it closes: the error surfaces then
         for _ in range(200):
             writer_process.executemany("INSERT INTO tb_stack VALUES (?, ?)", [("a", "b")])
         writer_process.close()
 
 
 def test_a_child_that_dies_is_reported_not_waited_for(tmp_path: Path) -> None:
-    writer_process = InsertProcess(tmp_path / "killed.db", writer.open_new_db)
+    writer_process = InsertProcess(tmp_path / "killed.db", PartFile)
     pid = writer_process._pid
     assert pid is not None
     os.kill(pid, 9)
@@ -126,7 +129,7 @@ def test_a_child_that_dies_is_reported_not_waited_for(tmp_path: Path) -> None:
 
 
 def test_abort_stops_the_child(tmp_path: Path) -> None:
-    writer_process = InsertProcess(tmp_path / "aborted.db", writer.open_new_db)
+    writer_process = InsertProcess(tmp_path / "aborted.db", PartFile)
     pid = writer_process._pid
     assert pid is not None
     writer_process.abort()
@@ -137,21 +140,16 @@ def test_abort_stops_the_child(tmp_path: Path) -> None:
         writer_process.execute("SELECT 1")
 
 
-def test_indexes_wait_for_the_finished_file_in_process_or_when_they_outgrow_the_cache(
-    tmp_path: Path,
-) -> None:
-    conn = writer.open_new_db(tmp_path / "in_process.db")
-    assert not writer.index_early(conn, 10)
-    conn.close()
-    most_rows = writer.index_cache_ceiling() // writer.INDEX_CACHE_BYTES_PER_ROW
-    big = InsertProcess(tmp_path / "big.db", writer.open_new_db)
-    assert not writer.index_early(big, most_rows + 1)
-    big.close()
-    small = InsertProcess(tmp_path / "small.db", writer.open_new_db)
-    assert writer.index_early(small, most_rows)
-    small.close()
-    assert _indexes(tmp_path / "in_process.db") == _indexes(tmp_path / "big.db") == set()
-    assert len(_indexes(tmp_path / "small.db")) == 7
+def test_a_part_merged_into_another_file_has_only_its_primary_key(tmp_path: Path) -> None:
+    for name, indexed in (("whole.db", True), ("merged.db", False)):
+        part = writer.open_part(tmp_path / name, in_background=False, indexed=indexed)
+        part.insert_nodes(node_row(n) for n in range(10))
+        part.close()
+    assert len(_indexes(tmp_path / "whole.db")) == 7
+    assert _indexes(tmp_path / "merged.db") == set()
+    with sqlite3.connect(tmp_path / "merged.db") as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (10,)
 
 
 def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path: Path) -> None:
@@ -170,19 +168,19 @@ def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path:
     assert list(out.iterdir()) == []
 
 
-def _reply_then_write(conn: sqlite3.Connection, reply: Callable[[Any], None]) -> None:
+def _reply_then_write(conn: NodeWriter, reply: Callable[[Any], None]) -> None:
     reply({"handed": list(range(100_000))})  # larger than the pipe: sent from a thread
     conn.execute("CREATE TABLE t (n INTEGER)")
     conn.execute("INSERT INTO t VALUES (1)")
 
 
-def _fail_before_replying(conn: sqlite3.Connection, reply: Callable[[Any], None]) -> None:
+def _fail_before_replying(conn: NodeWriter, reply: Callable[[Any], None]) -> None:
     raise ValueError("the first job broke")
 
 
 def test_the_first_job_hands_over_a_value_and_writes_first(tmp_path: Path) -> None:
     path = tmp_path / "job.db"
-    writer_process = InsertProcess(path, writer.open_db, _reply_then_write)
+    writer_process = InsertProcess(path, PartFile, _reply_then_write)
     writer_process.execute("INSERT INTO t VALUES (2)")  # runs after the job's rows
     assert writer_process.first_reply() == {"handed": list(range(100_000))}
     writer_process.close()
@@ -191,7 +189,7 @@ def test_the_first_job_hands_over_a_value_and_writes_first(tmp_path: Path) -> No
 
 
 def test_a_first_job_that_fails_hands_over_nothing_and_is_reported(tmp_path: Path) -> None:
-    writer_process = InsertProcess(tmp_path / "job.db", writer.open_db, _fail_before_replying)
+    writer_process = InsertProcess(tmp_path / "job.db", PartFile, _fail_before_replying)
     assert writer_process.first_reply() is None
     with pytest.raises(StoreError, match="the first job broke"):
         writer_process.close()
@@ -199,7 +197,7 @@ def test_a_first_job_that_fails_hands_over_nothing_and_is_reported(tmp_path: Pat
 
 def test_a_reply_never_asked_for_holds_nothing_up(tmp_path: Path) -> None:
     path = tmp_path / "job.db"
-    writer_process = InsertProcess(path, writer.open_db, _reply_then_write)
+    writer_process = InsertProcess(path, PartFile, _reply_then_write)
     # The reply is larger than its pipe and never read: the child must serve the statements
     # and end all the same (it once waited for the reply to be read first).
     writer_process.executemany("INSERT INTO t VALUES (?)", [(n,) for n in range(20_000)])

@@ -155,8 +155,10 @@ def _wide_graph(children: int) -> Graph:
 
 def test_a_node_with_100000_children_pages_by_keyset(tmp_path: Path) -> None:
     path = tmp_path / "wide.vis.db"
-    conn = writer.open_new_db(path)
-    writer.write_graphs(conn, [(_wide_graph(100_000), None)], None)
+    part = writer.open_part(path, in_background=False)
+    writer.write_graphs(part, [(_wide_graph(100_000), None)], None)
+    part.close()
+    conn = writer.open_db(path)
     writer.write_config(conn, writer.ConfigRow("build", "", None, 1, False, None, [0], [0]))
     writer.finalize(conn)
     key = GraphKey("NPU", 0, 0)

@@ -20,7 +20,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from graphboard.store.insert_process import Statements
+from graphboard.store.statements import Statements
 
 NONE = -1
 OVERFLOW_CODES = {"medium": 1, "high": 2, "critical": 3}

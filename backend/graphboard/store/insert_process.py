@@ -1,15 +1,14 @@
-"""A new database written by a second process, so that SQLite's inserting overlaps formatting.
+"""A new part file written by a second process, so that writing it overlaps reading and scoring.
 
-A build spends about as long formatting rows (the renderer and the row tuples) as SQLite
-spends inserting them (27k records a side: 0.8 s and 0.85 s). :class:`InsertProcess` forks a
-child that creates the database and runs the statements the parent sends, in order, while the
-parent formats the next batch: on two cores the two halves of the work run at once.
+:class:`InsertProcess` forks a child that creates the part (store/part_file.py) and runs on
+it the calls the parent sends, in order, while the parent formats the next batch of rows: on
+two cores the two halves of the work run at once.
 
 It is forked before the dumps are read, while the parent's heap is small: the child shares no
-graph with the parent (no copy-on-write faults) and receives nothing but pickled statements.
-It may first do a job of its own while the parent reads the dumps (in a compare: read the
-golden dump and write its rows). It stands in for the ``sqlite3.Connection`` that the writer
-functions take (:class:`Statements`).
+graph with the parent (no copy-on-write faults) and receives nothing but pickled calls. It may
+first do a job of its own while the parent reads the dumps (in a compare: read the golden
+dump, build the golden graph and format its rows). It stands in for the part itself (the
+writer functions take a :class:`~graphboard.store.statements.NodeWriter`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
@@ -25,29 +23,19 @@ from itertools import islice
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
 from graphboard.errors import StoreError
+from graphboard.store.statements import NodeWriter
 
 # Rows per message: large enough that pickling and the pipe cost little per row, small enough
-# that the child starts inserting soon and the parent's buffers stay small (~2 MB a batch).
+# that the child starts on them soon and the parent's buffers stay small (~2 MB a batch).
 BATCH_ROWS = 500
 PIPE_BYTES = 1024 * 1024  # Linux's default ceiling for an unprivileged process
-# The child appends table rows, which need no cache once written. (When it is asked to keep
-# indexes up to date, writer.index_early sizes its cache for them.)
-_CHILD_CACHE_KIB = 32 * 1024
 
 
-# A child's first job: given the new database and a way to hand the parent one object.
-FirstJob = Callable[[sqlite3.Connection, Callable[[Any], None]], None]
-
-
-class Statements(Protocol):
-    """What the writer functions need of a database: a connection, or an InsertProcess."""
-
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> object: ...
-
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> object: ...
+# A child's first job: given the new part and a way to hand the parent one object.
+FirstJob = Callable[[NodeWriter, Callable[[Any], None]], None]
 
 
 def can_fork() -> bool:
@@ -56,20 +44,20 @@ def can_fork() -> bool:
 
 
 class InsertProcess:
-    """Runs ``execute`` / ``executemany`` on a new database at ``path`` in a forked child.
+    """Runs a new part's calls (``insert_nodes``, ``execute``...) in a forked child.
 
-    ``open_database`` creates the database in the child (the writer's ``open_new_db``);
+    ``open_database`` creates the part at ``path`` in the child (a ``PartFile``);
     ``first_job``, if given, writes into it before the first statement sent is run: work
     the child can do on its own while the parent is busy (the golden rows of a compare). It
     may hand the parent one object on the way (``reply``), which :meth:`first_reply` returns.
-    Statements run in the order sent; :meth:`close` waits for the last of them and raises
-    :class:`StoreError` if any failed. :meth:`abort` stops the child without waiting.
+    Calls run in the order sent; :meth:`close` closes the part after the last of them and
+    raises :class:`StoreError` if any failed. :meth:`abort` stops the child without waiting.
     """
 
     def __init__(
         self,
         path: Path,
-        open_database: Callable[[Path], sqlite3.Connection],
+        open_database: Callable[[Path], NodeWriter],
         first_job: FirstJob | None = None,
     ) -> None:
         self.path = path
@@ -92,12 +80,18 @@ class InsertProcess:
         self._status = status_receiver
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
-        self._send((sql, tuple(parameters), False))
+        self._send("execute", (sql, tuple(parameters)))
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
-        rows = iter(parameters)
-        while batch := list(islice(rows, BATCH_ROWS)):
-            self._send((sql, batch, True))
+        for batch in _batches(parameters):
+            self._send("executemany", (sql, batch))
+
+    def insert_nodes(self, rows: Iterable[tuple[Any, ...]], provisional: bool = False) -> None:
+        for batch in _batches(rows):
+            self._send("insert_nodes", (batch, provisional))
+
+    def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
+        self._send("correct_node_links", (list(corrections),))
 
     def first_reply(self) -> Any:
         """What the first job handed over, once it has; None if it did not (it failed: the
@@ -107,16 +101,17 @@ class InsertProcess:
         except (EOFError, OSError):
             return None
 
-    def _send(self, statement: tuple[str, Any, bool]) -> None:
+    def _send(self, method: str, arguments: tuple[Any, ...]) -> None:
         if self._pid is None:
             raise StoreError(f"{self.path}: the database is already closed")
         try:
-            self._sender.send_bytes(pickle.dumps(statement, protocol=pickle.HIGHEST_PROTOCOL))
+            message = pickle.dumps((method, arguments), protocol=pickle.HIGHEST_PROTOCOL)
+            self._sender.send_bytes(message)
         except OSError:  # the child is gone: say why
             self._finish()
 
     def close(self) -> None:
-        """Wait for every statement sent; raise StoreError if one failed."""
+        """Wait for every call sent and the part's close; raise StoreError if one failed."""
         if self._pid is None:
             return
         with suppress(OSError):  # a child that already failed has closed its end
@@ -153,6 +148,15 @@ class InsertProcess:
         self._reply.close()
 
 
+def _batches(rows: Iterable[Any]) -> Iterable[list[Any]]:
+    iterator = iter(rows)
+    while batch := list(islice(iterator, BATCH_ROWS)):
+        yield batch
+
+
+_CALLS = frozenset({"execute", "executemany", "insert_nodes", "correct_node_links"})
+
+
 def _widen(pipe: Connection) -> None:
     """Let a pipe hold a batch or two, so that the parent formats the next batch instead of
     waiting for the child to read (Linux; elsewhere the default size is only slower)."""
@@ -169,18 +173,17 @@ def _send_quietly(connection: Connection, message: bytes) -> None:
 
 def _serve(
     path: Path,
-    open_database: Callable[[Path], sqlite3.Connection],
+    open_database: Callable[[Path], NodeWriter],
     first_job: FirstJob | None,
     receiver: Connection,
     status: Connection,
     reply: Connection,
 ) -> NoReturn:
-    """The child: do the first job, run each statement received until the empty message,
-    then report."""
+    """The child: do the first job, run each call received until the empty message, close
+    the part, then report."""
     code = 1
     try:
         conn = open_database(path)
-        conn.execute(f"PRAGMA cache_size=-{_CHILD_CACHE_KIB}")
         sending: list[threading.Thread] = []
 
         def hand_over(value: Any) -> None:
@@ -195,11 +198,9 @@ def _serve(
         if not sending:
             reply.close()  # nothing to hand over: first_reply sees the end at once
         while message := receiver.recv_bytes():
-            sql, parameters, many = pickle.loads(message)
-            if many:
-                conn.executemany(sql, parameters)
-            else:
-                conn.execute(sql, parameters)
+            method, arguments = pickle.loads(message)
+            assert method in _CALLS, method
+            getattr(conn, method)(*arguments)
         conn.close()
         for thread in sending:
             thread.join()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 
 from graphboard.store import arrays
-from graphboard.store.insert_process import Statements
+from graphboard.store.statements import Statements
 
 SCHEMA_VERSION = 1
 
@@ -85,15 +85,20 @@ CREATE TABLE IF NOT EXISTS tb_config (
 );
 """
 
-MSPROBE_INDEXES = """
-CREATE INDEX IF NOT EXISTS index1 ON tb_nodes (step, rank, data_source, up_node, node_order);
-CREATE INDEX IF NOT EXISTS index2 ON tb_nodes (step, rank, data_source, node_name);
-CREATE INDEX IF NOT EXISTS index3 ON tb_nodes (step, rank, data_source, node_order);
-CREATE INDEX IF NOT EXISTS index4 ON tb_nodes (step, rank, node_order);
-CREATE INDEX IF NOT EXISTS index5 ON tb_nodes (step, rank, micro_step_id, node_order);
-CREATE INDEX IF NOT EXISTS index6 ON tb_nodes (step, rank, modified, matched_node_link);
-CREATE INDEX IF NOT EXISTS index7 ON tb_nodes (is_distributed);
-"""
+# msprobe's indexes on tb_nodes, by name: the columns of each.
+MSPROBE_INDEX_COLUMNS: dict[str, tuple[str, ...]] = {
+    "index1": ("step", "rank", "data_source", "up_node", "node_order"),
+    "index2": ("step", "rank", "data_source", "node_name"),
+    "index3": ("step", "rank", "data_source", "node_order"),
+    "index4": ("step", "rank", "node_order"),
+    "index5": ("step", "rank", "micro_step_id", "node_order"),
+    "index6": ("step", "rank", "modified", "matched_node_link"),
+    "index7": ("is_distributed",),
+}
+MSPROBE_INDEXES = "\n".join(
+    f"CREATE INDEX IF NOT EXISTS {name} ON tb_nodes ({', '.join(columns)});"
+    for name, columns in MSPROBE_INDEX_COLUMNS.items()
+)
 
 # Per-node data (roll-ups, levels, match state) is columnar: see store/arrays.py (gb_arrays).
 GRAPHBOARD_TABLES = """

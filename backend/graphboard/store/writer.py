@@ -1,13 +1,15 @@
 """Write graphs into a .vis.db: a temp file beside the target, renamed only when complete.
 
-Workers of a multi-rank build each write a *part* file of their own (no lock contention);
-the parent copies parts into the final file with ``INSERT ... SELECT`` and renames it. A lone
-task's part is written by a second process (``open_part``, store/insert_process.py), which in
-a compare also writes the golden rows on its own, ahead of the match, and builds the indexes.
+Each task writes a *part* file of its own (store/part_file.py: tb_nodes in bulk, no lock
+contention between workers); a lone task's part is the whole file, else the parent copies
+the parts into the final file with ``INSERT ... SELECT`` and renames it. A lone task's part is
+written by a second process (``open_part``, store/insert_process.py), which in a compare
+also formats the golden rows on its own, ahead of the match.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -24,11 +26,13 @@ import orjson
 from graphboard.compare.engine import level_of_precision
 from graphboard.compare.result import DataMode, Level, NodeComparison
 from graphboard.compare.rollup import first_introduced_error
-from graphboard.errors import StoreError
 from graphboard.graph.model import Graph, Node
 from graphboard.store import arrays, schema
 from graphboard.store.display import node_display_json
-from graphboard.store.insert_process import FirstJob, InsertProcess, Statements, can_fork
+from graphboard.store.insert_process import FirstJob, InsertProcess, can_fork
+from graphboard.store.part_file import PartFile
+from graphboard.store.part_file import open_db as open_db  # the pipeline opens parts with it
+from graphboard.store.statements import NodeWriter, Statements
 
 
 def _json(value: Any) -> str:
@@ -40,11 +44,7 @@ def temp_path_for(path: Path) -> Path:
 
 
 def open_new_db(path: Path) -> sqlite3.Connection:
-    """A fresh database tuned for one bulk writer (durability comes from the final rename).
-
-    Indexes come last (``finalize``): measured at 300k nodes, building them once over the
-    finished table beats keeping them up to date row by row (3.1 s against 4.6 s).
-    """
+    """A fresh database for merging parts into (indexed at the end: ``finalize``)."""
     conn = open_db(path)
     schema.create_tables(conn)
     return conn
@@ -54,34 +54,23 @@ def open_part(
     path: Path,
     in_background: bool,
     first_job: FirstJob | None = None,
-) -> sqlite3.Connection | InsertProcess:
-    """A new database for one task's graphs: written by a second process when asked (and
-    when this process may fork), which starts with ``first_job``; else by this one, and the
-    job is not done. ``close`` it when done, or ``abandon`` it on an error and remove the
-    file."""
+    indexed: bool = True,
+) -> NodeWriter:
+    """A new part file for one task's graphs (``indexed``: with msprobe's indexes, when it
+    will be the whole file): written by a second process when asked (and when this process
+    may fork), which starts with ``first_job``; else by this one, and the job is not done.
+    ``close`` it when done, or ``abandon`` it on an error and remove the file."""
     if in_background and can_fork():
-        return InsertProcess(path, open_new_db, first_job)
-    return open_new_db(path)
+        return InsertProcess(path, functools.partial(PartFile, indexed=indexed), first_job)
+    return PartFile(path, indexed)
 
 
-def abandon(part: sqlite3.Connection | InsertProcess) -> None:
+def abandon(part: NodeWriter) -> None:
     """Stop writing a part that an error made useless (the caller removes the file)."""
     if isinstance(part, InsertProcess):
         part.abort()
-    else:
-        part.close()
-
-
-def open_db(path: Path) -> sqlite3.Connection:
-    """A database being built (new or a finished part), tuned for one bulk writer."""
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-    except sqlite3.Error as error:
-        raise StoreError(f"{path}: cannot open the database: {error}") from None
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
-    conn.execute("PRAGMA cache_size=-262144")
-    return conn
+    elif isinstance(part, PartFile):
+        part.abandon()
 
 
 @dataclass(slots=True)
@@ -240,23 +229,21 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
     return columns
 
 
-_TB_INSERT = f"INSERT INTO tb_nodes ({', '.join(schema.TB_NODES_COLUMNS)}) VALUES ({', '.join('?' * len(schema.TB_NODES_COLUMNS))})"
-
-
 def write_graph(
-    conn: Statements, graph: Graph, counterpart: Graph | None, mode: DataMode | None
+    conn: NodeWriter, graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> None:
     """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare."""
     _write_rows(conn, graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
 
 
-def write_graph_ahead_of_match(conn: Statements, graph: Graph, mode: DataMode) -> None:
-    """Insert a compare's golden graph before it is matched: each row's matched_node_link
-    presumes the target has a node at the same path; ``correct_links`` fixes the others."""
+def write_graph_ahead_of_match(conn: NodeWriter, graph: Graph, mode: DataMode) -> None:
+    """Format a compare's golden graph's rows before it is matched: each row's
+    matched_node_link presumes the target has a node at the same path. The part holds the
+    rows until ``correct_links`` has fixed the others."""
     _write_rows(conn, graph, Links.PRESUMED, mode)
 
 
-def correct_links(conn: Statements, graph: Graph) -> int:
+def correct_links(conn: NodeWriter, graph: Graph) -> int:
     """Fix the rows of a graph written ahead of its match whose match is not at their own
     path (unmatched, or paired across names by -fm / -lm); returns how many."""
     graph_id = graph.graph_id
@@ -266,68 +253,32 @@ def correct_links(conn: Statements, graph: Graph) -> int:
             corrections.append(("[]", f"{graph_id}_{name}"))
         elif not _same_path(node, node.match):
             corrections.append((_link_path(node.match), f"{graph_id}_{name}"))
-    conn.execute("BEGIN")
-    conn.executemany("UPDATE tb_nodes SET matched_node_link = ? WHERE id = ?", corrections)
-    conn.execute("COMMIT")
+    conn.correct_node_links(corrections)
     return len(corrections)
 
 
-def _write_rows(conn: Statements, graph: Graph, links: Links, mode: DataMode | None) -> None:
-    # Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, so the
-    # primary-key index grows at its end instead of splitting pages; a caller writing several
-    # graphs into one file keeps that order by writing them in graph_id order.
+def _write_rows(conn: NodeWriter, graph: Graph, links: Links, mode: DataMode | None) -> None:
+    # Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, as SQLite
+    # would return them by primary key (a caller writing several graphs into one file keeps
+    # that order by writing them in graph_id order); the primary key's index then needs no
+    # sort.
     context, stack_rows = _prepare(graph, links, mode)
     nodes = graph.nodes
-    conn.execute("BEGIN")
-    conn.executemany(_TB_INSERT, _node_rows(context, (nodes[name] for name in sorted(nodes))))
+    conn.insert_nodes(
+        _node_rows(context, (nodes[name] for name in sorted(nodes))),
+        provisional=links is Links.PRESUMED,
+    )
     conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
-    conn.execute("COMMIT")
-
-
-# Page cache that keeping msprobe's seven indexes current takes, per row: they hold ~460
-# bytes a row for the synthetic transformer's names (dbstat), and pages filled by random
-# inserts are ~70% full.
-INDEX_CACHE_BYTES_PER_ROW = 700
-
-
-def index_cache_ceiling() -> int:
-    """The most page cache index_early may give the inserting process: a quarter of the RAM."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4
-    except (AttributeError, ValueError, OSError):
-        return 1 << 30
-
-
-def index_early(conn: sqlite3.Connection | InsertProcess, total_rows: int) -> bool:
-    """Create msprobe's indexes now, over the rows written so far, when that is cheaper.
-
-    Called once the golden rows are written, while this process scores the target: an
-    InsertProcess would idle then. It builds the indexes over the golden half instead, and
-    keeps them current as the target rows arrive; otherwise everyone waits at the end for
-    seven index builds, each a scan of the whole table (0.6 s of a 27k-record compare, 40 s
-    of a million-record one). Keeping an index current costs more per row than building it
-    once, so this wins only in a second process, and only while the indexes stay in its page
-    cache: a task whose indexes would need more than ``index_cache_ceiling`` still indexes
-    at the end.
-    """
-    cache = total_rows * INDEX_CACHE_BYTES_PER_ROW
-    if not isinstance(conn, InsertProcess) or cache > index_cache_ceiling():
-        return False
-    conn.execute(f"PRAGMA cache_size=-{cache // 1024}")
-    schema.create_indexes(conn)
-    return True
 
 
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
     """graphboard's per-graph tables (gb_graphs, gb_arrays), once the graphs are scored."""
-    conn.execute("BEGIN")
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
-    conn.execute("COMMIT")
 
 
 def write_graphs(
-    conn: Statements, graphs: list[tuple[Graph, Graph | None]], mode: DataMode | None
+    conn: NodeWriter, graphs: list[tuple[Graph, Graph | None]], mode: DataMode | None
 ) -> None:
     """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None)."""
     for graph, counterpart in sorted(graphs, key=lambda pair: pair[0].graph_id):

@@ -1,0 +1,18 @@
+# One table and its indexes written straight into SQLite's file format (_btree.c); see part_file.py.
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+class TableFile:
+    rows: int
+    def __init__(
+        self,
+        path: str,
+        affinities: str,
+        indexes: Sequence[tuple[bool, Sequence[int]]],
+        page_size: int = 4096,
+    ) -> None: ...
+    def append(self, rows: Iterable[tuple[Any, ...]]) -> None: ...
+    def finish(
+        self, schema_rows: Sequence[tuple[str, str, str, str | None]], sqlite_version: int
+    ) -> None: ...
+    def close(self) -> None: ...

@@ -1,0 +1,211 @@
+"""tb_nodes written straight into SQLite's format (_btree.c, part_file.py) must be the file
+SQLite itself would hold: the same rows and types, every index in SQLite's order, and a
+clean ``PRAGMA integrity_check``; and bad rows are refused with the file's name."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixture_cases import fixture_path
+from graphboard.errors import StoreError
+from graphboard.pipeline import BuildOptions, plan_build, process_task
+from graphboard.store import _btree, schema
+from graphboard.store.part_file import PartFile
+from part_rows import node_row
+
+_DDL = (
+    "CREATE TABLE t (id TEXT PRIMARY KEY, a INTEGER, b TEXT, c INTEGER, d TEXT, e INTEGER)",
+    "CREATE INDEX i1 ON t (a, b)",
+    "CREATE INDEX i2 ON t (d, c)",
+    "CREATE INDEX i3 ON t (c)",
+)
+_INDEXES = [(True, (0,)), (False, (1, 2)), (False, (4, 3)), (False, (3,))]
+# the columns of each index, to walk it in SQLite's order
+_ORDERS = {
+    "sqlite_autoindex_t_1": "id",
+    "i1": "a, b, rowid",
+    "i2": "d, c, rowid",
+    "i3": "c, rowid",
+}
+
+
+def _version() -> int:
+    major, minor, patch = sqlite3.sqlite_version_info
+    return major * 1_000_000 + minor * 1_000 + patch
+
+
+def _schema_rows() -> list[tuple[str, str, str, str | None]]:
+    conn = sqlite3.connect(":memory:")
+    for statement in _DDL:
+        conn.execute(statement)
+    return conn.execute(
+        "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid"
+    ).fetchall()
+
+
+def _text(rng: random.Random, long: bool) -> str:
+    length = rng.choice((0, 10, 900, 1200, 5000, 20000) if long else (0, 1, 5, 30, 200))
+    return "".join(rng.choice("ab\x00é字") for _ in range(length))  # NUL, 2- and 3-byte UTF-8
+
+
+def _rows(count: int, seed: int, long: bool) -> list[tuple[Any, ...]]:
+    rng = random.Random(seed)
+    integers = [None, 0, 1, -1, 127, 128, -129, 2**40, -(2**63), 2**63 - 1, 3.0, -0.0]
+    return [
+        (
+            f"id{n:07d}" + _text(rng, False),
+            rng.choice(integers),
+            rng.choice([None, _text(rng, long)]),
+            rng.choice([0, 1, 2, None, -5]),
+            rng.choice([None, _text(rng, long), ""]),
+            rng.choice([0.5, 2.0, None, 7, 1e300, float("inf"), float("nan")]),  # unindexed
+        )
+        for n in range(count)
+    ]
+
+
+def _sqlite_made(path: Path, rows: list[tuple[Any, ...]], page_size: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA page_size={page_size}")
+    for statement in _DDL:
+        conn.execute(statement)
+    conn.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?, ?)", rows)
+    conn.commit()
+    return conn
+
+
+@pytest.mark.parametrize(
+    ("count", "page_size", "long"),
+    [
+        (0, 4096, False),  # an empty table: empty root pages
+        (1, 4096, False),
+        (3000, 512, False),  # small pages: trees several levels deep
+        (2000, 512, True),  # rows and index keys spill onto overflow pages
+        (5000, 1024, True),
+        (20000, 4096, False),
+        (3000, 65536, True),
+    ],
+)
+def test_the_table_and_its_indexes_are_what_sqlite_would_hold(
+    tmp_path: Path, count: int, page_size: int, long: bool
+) -> None:
+    rows = _rows(count, seed=count + page_size, long=long)
+    rows.sort(key=lambda row: row[0]) if count % 2 else None  # presorted keys, and not
+    ours = tmp_path / "ours.db"
+    table = _btree.TableFile(str(ours), "TITITI", _INDEXES, page_size)
+    table.append(rows[: count // 2])
+    table.append(iter(rows[count // 2 :]))
+    assert table.rows == count
+    table.finish(_schema_rows(), _version())
+    theirs = _sqlite_made(tmp_path / "theirs.db", rows, page_size)
+    with sqlite3.connect(ours) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        query = "SELECT rowid, *, typeof(a), typeof(c), typeof(e) FROM t ORDER BY rowid"
+        assert conn.execute(query).fetchall() == theirs.execute(query).fetchall()
+        for index, order in _ORDERS.items():
+            walk = f"SELECT rowid FROM t INDEXED BY {index} ORDER BY {order}"
+            if index.startswith("sqlite_"):
+                walk = f"SELECT rowid FROM t WHERE id > '' ORDER BY {order}"
+            assert conn.execute(walk).fetchall() == theirs.execute(walk).fetchall()
+        assert conn.execute("PRAGMA page_size").fetchone() == (page_size,)
+        # and SQLite can go on writing into it
+        conn.execute("INSERT INTO t VALUES ('zz', 5, 'x', 1, 'y', 2)")
+        conn.execute("CREATE TABLE more (n INTEGER)")
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    theirs.close()
+
+
+def test_a_compare_part_is_the_rows_sqlite_would_index_the_same_way(tmp_path: Path) -> None:
+    root = fixture_path("layer-mapping")
+    options = BuildOptions(target=root / "target", golden=root / "golden", output_dir=tmp_path)
+    part = tmp_path / "part.db"
+    process_task(plan_build(options).tasks[0], options, part)
+    with sqlite3.connect(part) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        rows = conn.execute("SELECT * FROM tb_nodes ORDER BY rowid").fetchall()
+        stored_sql = conn.execute("SELECT name, sql FROM sqlite_schema ORDER BY name").fetchall()
+        walks = {
+            name: conn.execute(
+                f"SELECT rowid FROM tb_nodes INDEXED BY {name} ORDER BY {', '.join(columns)}, rowid"
+            ).fetchall()
+            for name, columns in schema.MSPROBE_INDEX_COLUMNS.items()
+        }
+    assert len(rows) > 100
+    with sqlite3.connect(tmp_path / "sqlite.db") as theirs:
+        schema.create_tables(theirs)
+        schema.create_indexes(theirs)
+        marks = ", ".join("?" * len(schema.TB_NODES_COLUMNS))
+        theirs.executemany(f"INSERT INTO tb_nodes VALUES ({marks})", rows)
+        assert (
+            theirs.execute("SELECT name, sql FROM sqlite_schema ORDER BY name").fetchall()
+            == stored_sql
+        )
+        for name, walk in walks.items():
+            columns = ", ".join(schema.MSPROBE_INDEX_COLUMNS[name])
+            assert (
+                theirs.execute(
+                    f"SELECT rowid FROM tb_nodes INDEXED BY {name} ORDER BY {columns}, rowid"
+                ).fetchall()
+                == walk
+            )
+
+
+def test_held_rows_get_their_corrected_links_and_keep_their_place(tmp_path: Path) -> None:
+    part = PartFile(tmp_path / "held.db")
+    part.insert_nodes([node_row(0), node_row(1)], provisional=True)
+    part.correct_node_links([('["DefaultModel", "elsewhere"]', node_row(1)[0])])
+    part.insert_nodes([node_row(2)], provisional=True)
+    part.insert_nodes([node_row(3)])  # releases the held row first
+    part.close()
+    with sqlite3.connect(tmp_path / "held.db") as conn:
+        rows = conn.execute("SELECT node_order, matched_node_link FROM tb_nodes ORDER BY rowid")
+        assert rows.fetchall() == [
+            (0, "[]"),
+            (1, '["DefaultModel", "elsewhere"]'),
+            (2, "[]"),
+            (3, "[]"),
+        ]
+
+
+def test_a_correction_for_a_row_not_held_is_an_error(tmp_path: Path) -> None:
+    part = PartFile(tmp_path / "held.db")
+    part.insert_nodes([node_row(0)], provisional=True)
+    with pytest.raises(StoreError, match=r"held\.db: no row 'NPU_0_0_nowhere' waits"):
+        part.correct_node_links([("[]", "NPU_0_0_nowhere")])
+    part.abandon()
+
+
+def test_two_rows_with_one_id_are_refused_naming_the_file_and_the_id(tmp_path: Path) -> None:
+    path = tmp_path / "twice.db"
+    part = PartFile(path)
+    part.insert_nodes([node_row(0), node_row(1), node_row(2, node_name="Module.layer.1.forward")])
+    with pytest.raises(
+        StoreError, match=rf"{path}: .*same unique key 'NPU_0_0_Module.layer.1.forward'"
+    ):
+        part.close()
+
+
+def test_a_value_of_the_wrong_type_is_refused_naming_the_row_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "typed.db"
+    part = PartFile(path)
+    column = schema.TB_NODES_COLUMNS.index("up_node")
+    with pytest.raises(
+        StoreError, match=rf"{path}: .*row 2, column {column}: expected a str or None, got 7"
+    ):
+        part.insert_nodes([node_row(0), node_row(1, up_node=7)])
+    part.abandon()
+    with pytest.raises(StoreError, match="expected an int, a float or None, got 'zero'"):
+        PartFile(tmp_path / "typed2.db").insert_nodes([node_row(0, node_order="zero")])
+
+
+def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "there.db"
+    path.write_bytes(b"keep me")
+    with pytest.raises(StoreError, match=rf"{path}: cannot create the file: .*File exists"):
+        PartFile(path)
+    assert path.read_bytes() == b"keep me"
