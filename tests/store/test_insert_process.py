@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -204,3 +206,72 @@ def test_a_reply_never_asked_for_holds_nothing_up(tmp_path: Path) -> None:
     writer_process.close()
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM t").fetchone() == (20_001,)
+
+
+def _first_half(part: NodeWriter) -> None:
+    part.insert_nodes(node_row(n) for n in range(BATCH_ROWS * 2 + 3))
+
+
+def _second_half(part: NodeWriter) -> None:
+    part.insert_nodes(node_row(n) for n in range(BATCH_ROWS * 2 + 3, BATCH_ROWS * 5))
+
+
+def _broken_half(part: NodeWriter) -> None:
+    part.insert_nodes([node_row(0)])
+    raise RuntimeError("the helper broke")
+
+
+def test_work_in_two_arrives_in_order_as_if_done_one_after_the_other(tmp_path: Path) -> None:
+    path = tmp_path / "two.db"
+    writer_process = InsertProcess(path, PartFile)
+    writer_process.in_two(_first_half, _second_half)
+    writer_process.close()
+    with sqlite3.connect(path) as conn:
+        orders = conn.execute("SELECT node_order FROM tb_nodes ORDER BY rowid").fetchall()
+    assert orders == [(n,) for n in range(BATCH_ROWS * 5)]
+
+
+def test_a_helper_that_fails_is_reported_and_stops_the_writing(tmp_path: Path) -> None:
+    writer_process = InsertProcess(tmp_path / "broken.db", PartFile)
+    writer_pid = writer_process._pid
+    assert writer_pid is not None
+    with pytest.raises(
+        StoreError, match=r"broken\.db: the process formatting rows failed: the helper broke"
+    ):
+        writer_process.in_two(_broken_half, _second_half)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(writer_pid, 0)  # the writing process was stopped and reaped
+    writer_process.close()  # nothing left to wait for
+    with pytest.raises(StoreError, match="already closed"):
+        writer_process.execute("SELECT 1")
+
+
+def test_a_graph_formatted_in_two_is_the_file_formatted_by_one(tmp_path: Path) -> None:
+    """A synthetic transformer with more nodes than writer.SPLIT_MIN_NODES: its target rows
+    are formatted half by a forked helper when written in the background."""
+    maker = Path(__file__).resolve().parents[2] / "bench" / "make_synthetic_dump.py"
+    for variant in ("golden", "target"):
+        subprocess.run(
+            [
+                sys.executable,
+                str(maker),
+                "--layers",
+                "40",
+                "--out",
+                str(tmp_path / variant),
+                "--variant",
+                variant,
+            ],
+            check=True,
+            capture_output=True,
+        )
+    options = BuildOptions(
+        target=tmp_path / "target", golden=tmp_path / "golden", output_dir=tmp_path
+    )
+    task = plan_build(options).tasks[0]
+    in_process, in_background = tmp_path / "in_process.db", tmp_path / "in_background.db"
+    process_task(task, options, in_process, parallel_write=False)
+    _in_fresh_process(process_task, task, options, in_background, True)
+    expected = _contents(in_process)
+    assert len(expected["tb_nodes"]) > 2 * writer.SPLIT_MIN_NODES
+    assert _contents(in_background) == expected

@@ -78,6 +78,7 @@ class InsertProcess:
         self._pid: int | None = pid
         self._sender = sender
         self._status = status_receiver
+        self._held: list[bytes] | None = None  # see in_two
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
         self._send("execute", (sql, tuple(parameters)))
@@ -101,11 +102,67 @@ class InsertProcess:
         except (EOFError, OSError):
             return None
 
+    def in_two(
+        self, first: Callable[[NodeWriter], None], second: Callable[[NodeWriter], None]
+    ) -> None:
+        """Run ``first`` and ``second`` at once, as if one after the other.
+
+        ``first`` runs in a helper forked from this process, sharing everything it has built,
+        and sends its calls straight to the writing process. ``second`` runs here meanwhile,
+        its calls pickled and held until the helper is done, then sent: the part gets them
+        in order. For work that only formats what this process holds (a graph's rows), on a
+        core that would otherwise wait. If the helper fails, the part is abandoned and its
+        error raised as a StoreError. Without fork, or with other threads running, the two
+        run here one after the other.
+        """
+        if not can_fork():
+            first(self)
+            second(self)
+            return
+        status_receiver, status_sender = Pipe(duplex=False)
+        pid = os.fork()
+        if pid == 0:  # the helper: its calls go out through the inherited pipe
+            status_receiver.close()
+            code = 1
+            try:
+                first(self)
+                code = 0
+            except BaseException as error:
+                _send_quietly(status_sender, (str(error) or type(error).__name__).encode())
+            finally:
+                os._exit(code)
+        status_sender.close()
+        self._held = []
+        try:
+            second(self)
+        except BaseException:
+            os.kill(pid, signal.SIGKILL)
+            raise
+        finally:
+            held, self._held = self._held, None
+            _, status = os.waitpid(pid, 0)
+            problem = _report(status_receiver)
+        if status != 0:
+            if self._status.poll(0):  # the writing process failed first: its reason is the one
+                self._finish()
+            self.abort()
+            raise StoreError(
+                f"{self.path}: the process formatting rows failed: {problem or f'status {status}'}"
+            )
+        for message in held:
+            self._write(message)
+
     def _send(self, method: str, arguments: tuple[Any, ...]) -> None:
         if self._pid is None:
             raise StoreError(f"{self.path}: the database is already closed")
+        message = pickle.dumps((method, arguments), protocol=pickle.HIGHEST_PROTOCOL)
+        if self._held is not None:
+            self._held.append(message)
+        else:
+            self._write(message)
+
+    def _write(self, message: bytes) -> None:
         try:
-            message = pickle.dumps((method, arguments), protocol=pickle.HIGHEST_PROTOCOL)
             self._sender.send_bytes(message)
         except OSError:  # the child is gone: say why
             self._finish()
@@ -123,12 +180,7 @@ class InsertProcess:
         assert pid is not None
         self._sender.close()
         self._reply.close()  # a reply never asked for no longer holds the child up
-        try:
-            problem = self._status.recv_bytes().decode() if self._status.poll(None) else ""
-        except EOFError:
-            problem = "the writing process ended without a word"
-        finally:
-            self._status.close()
+        problem = _report(self._status)
         _, status = os.waitpid(pid, 0)
         if problem or status != 0:
             raise StoreError(
@@ -146,6 +198,16 @@ class InsertProcess:
         self._sender.close()
         self._status.close()
         self._reply.close()
+
+
+def _report(status: Connection) -> str:
+    """What a process said before it ended ("" if nothing), closing the pipe."""
+    try:
+        return status.recv_bytes().decode() if status.poll(None) else ""
+    except EOFError:
+        return ""
+    finally:
+        status.close()
 
 
 def _batches(rows: Iterable[Any]) -> Iterable[list[Any]]:

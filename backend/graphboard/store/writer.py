@@ -257,6 +257,10 @@ def correct_links(conn: NodeWriter, graph: Graph) -> int:
     return len(corrections)
 
 
+# Below this many nodes a graph's rows are formatted by one process: a fork costs more.
+SPLIT_MIN_NODES = 4000
+
+
 def _write_rows(conn: NodeWriter, graph: Graph, links: Links, mode: DataMode | None) -> None:
     # Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, as SQLite
     # would return them by primary key (a caller writing several graphs into one file keeps
@@ -264,10 +268,23 @@ def _write_rows(conn: NodeWriter, graph: Graph, links: Links, mode: DataMode | N
     # sort.
     context, stack_rows = _prepare(graph, links, mode)
     nodes = graph.nodes
-    conn.insert_nodes(
-        _node_rows(context, (nodes[name] for name in sorted(nodes))),
-        provisional=links is Links.PRESUMED,
-    )
+    names = sorted(nodes)
+    if isinstance(conn, InsertProcess) and len(names) >= SPLIT_MIN_NODES:
+        # The second core formats half of the rows (the writing process only stores them).
+        half = len(names) // 2
+
+        def rows_of(part: NodeWriter, chosen: list[str]) -> None:
+            part.insert_nodes(_node_rows(context, (nodes[name] for name in chosen)))
+
+        conn.in_two(
+            functools.partial(rows_of, chosen=names[:half]),
+            functools.partial(rows_of, chosen=names[half:]),
+        )
+    else:
+        conn.insert_nodes(
+            _node_rows(context, (nodes[name] for name in names)),
+            provisional=links is Links.PRESUMED,
+        )
     conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
 
 
