@@ -1,6 +1,7 @@
 """The compiled parts: msprobe's display strings (graphboard/store/_render.c, with
 _floats.cpp for Python's float formatting at the speed of libstdc++'s std::to_chars), and
-tb_nodes written straight into SQLite's file format (graphboard/store/_btree.c).
+tb_nodes written straight into SQLite's file format (graphboard/store/_btree.c), and the
+hot path of dump.json record parsing (graphboard/dump/_records.c).
 
 Everything else is in pyproject.toml; setuptools reads both.
 """
@@ -14,6 +15,11 @@ setup(
             ["backend/graphboard/store/_render.c", "backend/graphboard/store/_floats.cpp"],
             language="c++",  # links libstdc++
             extra_compile_args=["-O2", "-Wall"],  # no -Werror: a newer compiler must still install
+        ),
+        Extension(
+            "graphboard.dump._records",
+            ["backend/graphboard/dump/_records.c"],
+            extra_compile_args=["-O2", "-Wall"],
         ),
         Extension(
             "graphboard.store._btree",

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from graphboard.dump import _records
 from graphboard.errors import DumpError
 
 MAX_DEPTH = 400
@@ -204,8 +205,25 @@ def _flatten(
         out.append(_leaf(key, role, {"type": type(value).__name__, "value": value}))
 
 
+_records.configure(Param, LEAF_FIELDS, _flatten, _shapes, _SECTIONS)
+
+
 def parse_record(name: str, record: Any, path: Path) -> list[Param]:
-    """Flatten one dump.json record; input entries first, then output, then parameters."""
+    """Flatten one dump.json record; input entries first, then output, then parameters.
+
+    The tensor leaves of a well-formed record, nearly every parameter of a dump, are built
+    by _records.c under the rules of ``_leaf``; it hands every other item to ``_flatten``,
+    and a record it cannot read to the code below, which says what is wrong with it.
+    """
+    if record.__class__ is dict and not is_parameters_grad(name):
+        params = _records.parse_sections(record, path, name)
+        if params is not None:
+            return params
+    return parse_record_in_python(name, record, path)
+
+
+def parse_record_in_python(name: str, record: Any, path: Path) -> list[Param]:
+    """parse_record without the compiled path: every record, and the errors."""
     if not isinstance(record, dict):
         raise DumpError(
             path,
