@@ -267,14 +267,14 @@ def _process_task(
         clock.lap("write golden")
         compare_graphs(target, golden, mode)
         clock.lap("compare")
+    writer.write_graph(conn, target, golden, mode)
+    # The last rows are in: the writing process builds tb_nodes' indexes while this one
+    # summarises the graphs.
+    conn.finish_nodes()
     pairs: list[tuple[Graph, Graph | None]] = [(target, golden)]
     if golden is not None:
         pairs.append((golden, target))
-    # Before the target's rows, so that the writing process can finish the file as soon as
-    # the last row arrives (a part runs its statements when it closes, each table's rows in
-    # the order sent).
     writer.write_summaries(conn, pairs)
-    writer.write_graph(conn, target, golden, mode)
     conn.close()  # with an InsertProcess: waits for it to finish the file
     clock.lap("write")
     warnings = [warning for graph in graphs for warning in graph.warnings]

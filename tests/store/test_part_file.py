@@ -209,3 +209,19 @@ def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=rf"{path}: cannot create the file: .*File exists"):
         PartFile(path)
     assert path.read_bytes() == b"keep me"
+
+
+def test_nodes_finished_early_take_no_more_rows_but_statements_still_run(tmp_path: Path) -> None:
+    path = tmp_path / "early.db"
+    part = PartFile(path)
+    part.insert_nodes([node_row(0)])
+    part.finish_nodes()
+    part.finish_nodes()  # twice is harmless
+    part.execute("INSERT INTO tb_stack VALUES (?, ?)", ("s", "[]"))
+    with pytest.raises(StoreError, match=rf"{path}: .*already finished"):
+        part.insert_nodes([node_row(1)])
+    part.close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (1,)
+        assert conn.execute("SELECT id FROM tb_stack").fetchall() == [("s",)]
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

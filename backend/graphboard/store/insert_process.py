@@ -94,6 +94,9 @@ class InsertProcess:
     def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
         self._send("correct_node_links", (list(corrections),))
 
+    def finish_nodes(self) -> None:
+        self._send("finish_nodes", ())
+
     def first_reply(self) -> Any:
         """What the first job handed over, once it has; None if it did not (it failed: the
         caller does the work itself, and meets the error under its own name)."""
@@ -216,7 +219,7 @@ def _batches(rows: Iterable[Any]) -> Iterable[list[Any]]:
         yield batch
 
 
-_CALLS = frozenset({"execute", "executemany", "insert_nodes", "correct_node_links"})
+_CALLS = frozenset({"execute", "executemany", "insert_nodes", "correct_node_links", "finish_nodes"})
 
 
 def _widen(pipe: Connection) -> None:

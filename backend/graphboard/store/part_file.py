@@ -99,6 +99,7 @@ class PartFile:  # a statements.NodeWriter
             raise StoreError(f"{path}: cannot create the file: {error}") from None
         self._held: list[tuple[Any, ...]] = []
         self._statements: list[tuple[str, Any, bool]] = []
+        self._nodes_done = False
 
     def insert_nodes(self, rows: Iterable[tuple[Any, ...]], provisional: bool = False) -> None:
         if provisional:
@@ -127,13 +128,20 @@ class PartFile:  # a statements.NodeWriter
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
         self._statements.append((sql, list(parameters), True))
 
-    def close(self) -> None:
-        """Write the indexes, then the other tables through SQLite, in one transaction."""
+    def finish_nodes(self) -> None:
+        """Write tb_nodes' indexes now: no more rows will come (the other statements may)."""
+        if self._nodes_done:
+            return
         self._release_held()
+        self._nodes_done = True
         try:
             self._table.finish(self._schema_rows, _sqlite_version())
         except (OSError, ValueError) as error:
             raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
+
+    def close(self) -> None:
+        """Finish tb_nodes, then write the other tables through SQLite, in one transaction."""
+        self.finish_nodes()
         conn = open_db(self.path)
         try:
             schema.create_tables(conn)  # all but tb_nodes, which is there
