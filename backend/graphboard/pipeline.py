@@ -28,7 +28,6 @@ from typing import Any
 
 from graphboard import __version__
 from graphboard.compare.colors import node_colors, tool_tips
-from graphboard.compare.engine import compare_graphs
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
 from graphboard.compare.modes import common_mode, data_mode
@@ -44,6 +43,7 @@ from graphboard.progress import ProgressCallback, Stopwatch, silent
 from graphboard.store import schema, writer
 from graphboard.store.insert_process import InsertProcess
 from graphboard.store.statements import NodeWriter
+from graphboard.target_rows import score_and_write
 
 SCHEMA_NAME = "graphboard.vis.db"
 
@@ -265,9 +265,8 @@ def _process_task(
             # before "NPU_...").
             writer.write_graph(conn, golden, target, mode)
         clock.lap("write golden")
-        compare_graphs(target, golden, mode)
-        clock.lap("compare")
-    writer.write_graph(conn, target, golden, mode)
+    score_and_write(conn, target, golden, mode)
+    clock.lap("score and write target")
     # The last rows are in: the writing process builds tb_nodes' indexes while this one
     # summarises the graphs.
     conn.finish_nodes()
@@ -276,7 +275,7 @@ def _process_task(
         pairs.append((golden, target))
     writer.write_summaries(conn, pairs)
     conn.close()  # with an InsertProcess: waits for it to finish the file
-    clock.lap("write")
+    clock.lap("summarise and close")
     warnings = [warning for graph in graphs for warning in graph.warnings]
     comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
     micro_steps = max(graph.micro_steps for graph in graphs)

@@ -23,6 +23,7 @@ from graphboard.store import writer
 from graphboard.store.insert_process import BATCH_ROWS, InsertProcess
 from graphboard.store.part_file import PartFile
 from graphboard.store.statements import NodeWriter
+from graphboard.target_rows import SPLIT_MIN_NODES
 from part_rows import node_row
 
 T = TypeVar("T")
@@ -247,8 +248,8 @@ def test_a_helper_that_fails_is_reported_and_stops_the_writing(tmp_path: Path) -
 
 
 def test_a_graph_formatted_in_two_is_the_file_formatted_by_one(tmp_path: Path) -> None:
-    """A synthetic transformer with more nodes than writer.SPLIT_MIN_NODES: its target rows
-    are formatted half by a forked helper when written in the background."""
+    """A synthetic transformer with more nodes than target_rows.SPLIT_MIN_NODES: half of its
+    target is scored and formatted by a forked helper when written in the background."""
     maker = Path(__file__).resolve().parents[2] / "bench" / "make_synthetic_dump.py"
     for variant in ("golden", "target"):
         subprocess.run(
@@ -273,5 +274,5 @@ def test_a_graph_formatted_in_two_is_the_file_formatted_by_one(tmp_path: Path) -
     process_task(task, options, in_process, parallel_write=False)
     _in_fresh_process(process_task, task, options, in_background, True)
     expected = _contents(in_process)
-    assert len(expected["tb_nodes"]) > 2 * writer.SPLIT_MIN_NODES
+    assert len(expected["tb_nodes"]) > 2 * SPLIT_MIN_NODES
     assert _contents(in_background) == expected

@@ -7,6 +7,7 @@ whichever way it was paired.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 from graphboard.compare import metrics
 from graphboard.compare.result import DataMode, Level, NodeComparison, ParamRow
@@ -96,19 +97,35 @@ def compare_pair(
 
 def compare_graphs(target: Graph, golden: Graph, mode: DataMode) -> None:
     """Score every matched target node; API collections take their worst child's index."""
-    collections: list[Node] = []
-    for node in target.nodes.values():
-        if node.match is None:
-            continue
-        if node.type is NodeType.API_COLLECTION:
-            collections.append(node)
+    compare_nodes(target, golden, mode, target.nodes.values())
+    settle_collections(target, mode)
+
+
+def compare_nodes(target: Graph, golden: Graph, mode: DataMode, nodes: Iterable[Node]) -> None:
+    """Score the matched nodes among ``nodes`` of ``target``, but API collections, which
+    take their children's worst index once the children are scored (settle_collections)."""
+    for node in nodes:
+        if node.match is None or node.type is NodeType.API_COLLECTION:
             continue
         comparison = compare_pair(node, node.match, mode, target.tensor_dir, golden.tensor_dir)
         node.comparison = comparison
         node.precision = comparison.precision_index if comparison is not None else None
+
+
+def api_collections(target: Graph) -> list[Node]:
+    """The matched API collections, whose index is their children's worst."""
+    return [
+        node
+        for node in target.nodes.values()
+        if node.match is not None and node.type is NodeType.API_COLLECTION
+    ]
+
+
+def settle_collections(target: Graph, mode: DataMode) -> None:
+    """Give each matched API collection its worst child's index (the children scored)."""
     if mode is DataMode.STRUCTURE:
         return
-    for collection in collections:
+    for collection in api_collections(target):
         collection.precision = max(
             (child.precision or 0 for child in collection.children), default=0
         )

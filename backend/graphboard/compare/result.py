@@ -67,27 +67,35 @@ class NodeComparison:
     level: Level | None  # None when the node has no rows to score
     extra_npu: list[str] = field(default_factory=list)  # target parameters with no golden twin
     extra_bench: list[str] = field(default_factory=list)
+    # The level of a divergence that starts here, or None: derived from the rows when there
+    # are rows (``starts_here``). Given only for an outcome without its rows, as a process
+    # receives it from the helper that scored the node (pipeline.py).
+    introduced_level: Level | None = None
+
+    def __post_init__(self) -> None:
+        if self.rows:
+            self.introduced_level = starts_here(self.rows, self.level)
 
     @property
     def precision_index(self) -> float | None:
         return None if self.level is None else PRECISION_INDEX[self.level]
 
-    @property
-    def introduced_level(self) -> Level | None:
-        """The level of a divergence that starts here, or None.
 
-        It starts here when every input tensor agrees (passes) and yet the node is flagged,
-        by an output or by an argument that differs (e.g. GELU's ``approximate``).
-        """
-        if self.level is None or self.level is Level.PASS:
+def starts_here(rows: list[ParamRow], level: Level | None) -> Level | None:
+    """The level of a divergence that starts at this node, or None.
+
+    It starts here when every input tensor agrees (passes) and yet the node is flagged, by an
+    output or by an argument that differs (e.g. GELU's ``approximate``).
+    """
+    if level is None or level is Level.PASS:
+        return None
+    for row in rows:
+        param = row.npu or row.bench
+        if (
+            not row.is_output
+            and param is not None
+            and param.is_tensor
+            and row.level is not Level.PASS
+        ):
             return None
-        for row in self.rows:
-            param = row.npu or row.bench
-            if (
-                not row.is_output
-                and param is not None
-                and param.is_tensor
-                and row.level is not Level.PASS
-            ):
-                return None
-        return self.level
+    return level

@@ -23,7 +23,7 @@ from itertools import islice
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar, cast
 
 from graphboard.errors import StoreError
 from graphboard.store.statements import NodeWriter
@@ -33,6 +33,8 @@ from graphboard.store.statements import NodeWriter
 BATCH_ROWS = 500
 PIPE_BYTES = 1024 * 1024  # Linux's default ceiling for an unprivileged process
 
+
+T = TypeVar("T")
 
 # A child's first job: given the new part and a way to hand the parent one object.
 FirstJob = Callable[[NodeWriter, Callable[[Any], None]], None]
@@ -105,36 +107,36 @@ class InsertProcess:
         except (EOFError, OSError):
             return None
 
-    def in_two(
-        self, first: Callable[[NodeWriter], None], second: Callable[[NodeWriter], None]
-    ) -> None:
-        """Run ``first`` and ``second`` at once, as if one after the other.
+    def in_two(self, first: Callable[[NodeWriter], T], second: Callable[[NodeWriter], None]) -> T:
+        """Run ``first`` and ``second`` at once, as if one after the other; return what
+        ``first`` returns (it must pickle).
 
         ``first`` runs in a helper forked from this process, sharing everything it has built,
         and sends its calls straight to the writing process. ``second`` runs here meanwhile,
         its calls pickled and held until the helper is done, then sent: the part gets them
-        in order. For work that only formats what this process holds (a graph's rows), on a
-        core that would otherwise wait. If the helper fails, the part is abandoned and its
-        error raised as a StoreError. Without fork, or with other threads running, the two
-        run here one after the other.
+        in order. For work on what this process holds (scoring and formatting a graph's
+        rows), on a core that would otherwise wait. If the helper fails, the part is
+        abandoned and its error raised as a StoreError. Without fork, or with other threads
+        running, the two run here one after the other.
         """
         if not can_fork():
-            first(self)
+            result = first(self)
             second(self)
-            return
-        status_receiver, status_sender = Pipe(duplex=False)
+            return result
+        outcome_receiver, outcome_sender = Pipe(duplex=False)
         pid = os.fork()
         if pid == 0:  # the helper: its calls go out through the inherited pipe
-            status_receiver.close()
+            outcome_receiver.close()
             code = 1
             try:
-                first(self)
+                message = pickle.dumps((True, first(self)), protocol=pickle.HIGHEST_PROTOCOL)
                 code = 0
             except BaseException as error:
-                _send_quietly(status_sender, (str(error) or type(error).__name__).encode())
+                message = pickle.dumps((False, str(error) or type(error).__name__))
             finally:
+                _send_quietly(outcome_sender, message)
                 os._exit(code)
-        status_sender.close()
+        outcome_sender.close()
         self._held = []
         try:
             second(self)
@@ -143,17 +145,22 @@ class InsertProcess:
             raise
         finally:
             held, self._held = self._held, None
+            try:  # before the wait: a large outcome holds the helper until it is read
+                succeeded, outcome = pickle.loads(outcome_receiver.recv_bytes())
+            except (EOFError, OSError):
+                succeeded, outcome = False, ""
+            outcome_receiver.close()
             _, status = os.waitpid(pid, 0)
-            problem = _report(status_receiver)
-        if status != 0:
+        if not succeeded or status != 0:
             if self._status.poll(0):  # the writing process failed first: its reason is the one
                 self._finish()
             self.abort()
             raise StoreError(
-                f"{self.path}: the process formatting rows failed: {problem or f'status {status}'}"
+                f"{self.path}: the process formatting rows failed: {outcome or f'status {status}'}"
             )
         for message in held:
             self._write(message)
+        return cast(T, outcome)
 
     def _send(self, method: str, arguments: tuple[Any, ...]) -> None:
         if self._pid is None:

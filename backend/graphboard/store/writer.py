@@ -233,14 +233,54 @@ def write_graph(
     conn: NodeWriter, graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> None:
     """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare."""
-    _write_rows(conn, graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
+    rows = prepare_rows(graph, counterpart, mode)
+    write_nodes(conn, rows, row_order(graph))
+    write_stacks(conn, rows)
 
 
 def write_graph_ahead_of_match(conn: NodeWriter, graph: Graph, mode: DataMode) -> None:
     """Format a compare's golden graph's rows before it is matched: each row's
     matched_node_link presumes the target has a node at the same path. The part holds the
     rows until ``correct_links`` has fixed the others."""
-    _write_rows(conn, graph, Links.PRESUMED, mode)
+    rows, stack_rows = _prepare(graph, Links.PRESUMED, mode)
+    nodes = graph.nodes
+    conn.insert_nodes(
+        _node_rows(rows, (nodes[name] for name in row_order(graph))), provisional=True
+    )
+    conn.executemany(_STACK_INSERT, stack_rows)
+
+
+@dataclass(slots=True)
+class PreparedRows:
+    """What writing a graph's rows needs, computed once: its rows can then be written in
+    parts (``write_nodes``), by any process that holds the graph."""
+
+    context: _GraphRows
+    stack_rows: list[tuple[str, str]]
+
+
+def row_order(graph: Graph) -> list[str]:
+    """A graph's node names in the order of their rows: id ("<graph_id>_<name>") order, names
+    sorted as plain strings, as SQLite would return them by primary key (a caller writing
+    several graphs into one file keeps that order by writing them in graph_id order)."""
+    return sorted(graph.nodes)
+
+
+def prepare_rows(graph: Graph, counterpart: Graph | None, mode: DataMode | None) -> PreparedRows:
+    context, stack_rows = _prepare(
+        graph, Links.NONE if counterpart is None else Links.MATCHED, mode
+    )
+    return PreparedRows(context, stack_rows)
+
+
+def write_nodes(conn: NodeWriter, rows: PreparedRows, names: list[str]) -> None:
+    """The tb_nodes rows of the nodes ``names``, in that order."""
+    nodes = rows.context.graph.nodes
+    conn.insert_nodes(_node_rows(rows.context, (nodes[name] for name in names)))
+
+
+def write_stacks(conn: NodeWriter, rows: PreparedRows) -> None:
+    conn.executemany(_STACK_INSERT, rows.stack_rows)
 
 
 def correct_links(conn: NodeWriter, graph: Graph) -> int:
@@ -257,35 +297,7 @@ def correct_links(conn: NodeWriter, graph: Graph) -> int:
     return len(corrections)
 
 
-# Below this many nodes a graph's rows are formatted by one process: a fork costs more.
-SPLIT_MIN_NODES = 4000
-
-
-def _write_rows(conn: NodeWriter, graph: Graph, links: Links, mode: DataMode | None) -> None:
-    # Rows go in id ("<graph_id>_<name>") order, names sorted as plain strings, as SQLite
-    # would return them by primary key (a caller writing several graphs into one file keeps
-    # that order by writing them in graph_id order); the primary key's index then needs no
-    # sort.
-    context, stack_rows = _prepare(graph, links, mode)
-    nodes = graph.nodes
-    names = sorted(nodes)
-    if isinstance(conn, InsertProcess) and len(names) >= SPLIT_MIN_NODES:
-        # The second core formats half of the rows (the writing process only stores them).
-        half = len(names) // 2
-
-        def rows_of(part: NodeWriter, chosen: list[str]) -> None:
-            part.insert_nodes(_node_rows(context, (nodes[name] for name in chosen)))
-
-        conn.in_two(
-            functools.partial(rows_of, chosen=names[:half]),
-            functools.partial(rows_of, chosen=names[half:]),
-        )
-    else:
-        conn.insert_nodes(
-            _node_rows(context, (nodes[name] for name in names)),
-            provisional=links is Links.PRESUMED,
-        )
-    conn.executemany("INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)", stack_rows)
+_STACK_INSERT = "INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)"
 
 
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
