@@ -15,7 +15,7 @@ from fixture_cases import fixture_path
 from graphboard.errors import StoreError
 from graphboard.pipeline import BuildOptions, plan_build, process_task
 from graphboard.store import _btree, schema
-from graphboard.store.part_file import PartFile
+from graphboard.store.part_file import PartFile, encode_nodes
 from part_rows import node_row
 
 _DDL = (
@@ -195,7 +195,9 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_row_and_column(tmp_path
     part = PartFile(path)
     column = schema.TB_NODES_COLUMNS.index("up_node")
     with pytest.raises(
-        StoreError, match=rf"{path}: .*row 2, column {column}: expected a str or None, got 7"
+        StoreError,
+        match=rf"{path}: .*row 'NPU_0_0_Module.layer.1.forward', column {column}: "
+        "expected a str or None, got 7",
     ):
         part.insert_nodes([node_row(0), node_row(1, up_node=7)])
     part.abandon()
@@ -225,3 +227,28 @@ def test_nodes_finished_early_take_no_more_rows_but_statements_still_run(tmp_pat
         assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (1,)
         assert conn.execute("SELECT id FROM tb_stack").fetchall() == [("s",)]
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+def test_rows_encoded_elsewhere_are_the_rows_appended_here(tmp_path: Path) -> None:
+    rows = [node_row(n, up_node=None if n % 3 else "x" * 5000) for n in range(1200)]
+    whole, encoded = tmp_path / "whole.db", tmp_path / "encoded.db"
+    part = PartFile(whole)
+    part.insert_nodes(rows)
+    part.close()
+    part = PartFile(encoded, indexed=False)  # keys for every index: the extra ones are skipped
+    part.insert_nodes(rows[:1])
+    part.insert_encoded(encode_nodes(rows[1:700], encoded))
+    part.insert_encoded(encode_nodes(rows[700:], encoded))
+    part.close()
+    with sqlite3.connect(whole) as a, sqlite3.connect(encoded) as b:
+        query = "SELECT rowid, * FROM tb_nodes ORDER BY rowid"
+        assert a.execute(query).fetchall() == b.execute(query).fetchall()
+        assert b.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    with pytest.raises(
+        StoreError, match=r"encoded\.db: a tb_nodes row cannot be stored: .*got 'zero'"
+    ):
+        encode_nodes([node_row(0, node_order="zero")], encoded)
+    part = PartFile(tmp_path / "cut.db")
+    with pytest.raises(StoreError, match=r"cut\.db: encoded rows end in the middle of a row"):
+        part.insert_encoded(encode_nodes(rows[:2], encoded)[:-3])
+    part.abandon()

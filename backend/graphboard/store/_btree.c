@@ -454,13 +454,15 @@ static const uint8_t *page_cell(const Page *p, int i) {
 
 /* ---- Python values to stored values ---------------------------------------------------- */
 
-static int to_value(Builder *self, PyObject *row, int column, Value *v) {
+/* Row ``row``'s value in ``column``, as a column of that affinity (T or I) stores it. Errors
+ * name the row by its first value (tb_nodes: its id). */
+static int to_value(const char *affinity, PyObject *row, int column, Value *v) {
     PyObject *o = PyTuple_GET_ITEM(row, column);
     if (o == Py_None) {
         v->kind = 0;
         return 0;
     }
-    if (self->affinity[column] == 'T') {
+    if (affinity[column] == 'T') {
         if (PyUnicode_Check(o)) {
             v->kind = 3;
             v->text = PyUnicode_AsUTF8AndSize(o, &v->length);
@@ -471,8 +473,8 @@ static int to_value(Builder *self, PyObject *row, int column, Value *v) {
         v->kind = 1;
         v->integer = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "row %lld, column %d: %R does not fit 64 bits",
-                         (long long)self->rowid + 1, column, o);
+            PyErr_Format(PyExc_OverflowError, "row %R, column %d: %R does not fit 64 bits",
+                         PyTuple_GET_ITEM(row, 0), column, o);
             return -1;
         }
         return 0;
@@ -492,10 +494,20 @@ static int to_value(Builder *self, PyObject *row, int column, Value *v) {
         }
         return 0;
     }
-    PyErr_Format(PyExc_TypeError, "row %lld, column %d: expected %s, got %R",
-                 (long long)self->rowid + 1, column,
-                 self->affinity[column] == 'T' ? "a str or None" : "an int, a float or None", o);
+    PyErr_Format(PyExc_TypeError, "row %R, column %d: expected %s, got %R", PyTuple_GET_ITEM(row, 0),
+                 column, affinity[column] == 'T' ? "a str or None" : "an int, a float or None", o);
     return -1;
+}
+
+/* A row's values, checked: a tuple of ``count`` values. */
+static int row_values(const char *affinity, int count, PyObject *row, Value *values) {
+    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != count) {
+        PyErr_Format(PyExc_TypeError, "expected a row: a tuple of %d values, got %R", count, row);
+        return -1;
+    }
+    for (int i = 0; i < count; i++)
+        if (to_value(affinity, row, i, &values[i]) < 0) return -1;
+    return 0;
 }
 
 static int table_flush_leaf(Builder *self) {
@@ -510,45 +522,37 @@ static int table_flush_leaf(Builder *self) {
     return 0;
 }
 
-static int append_row(Builder *self, PyObject *row) {
-    if (!PyTuple_Check(row) || PyTuple_GET_SIZE(row) != self->column_count) {
-        PyErr_Format(PyExc_TypeError, "row %lld: expected a tuple of %d values, got %R",
-                     (long long)self->rowid + 1, self->column_count, row);
+/* Room for one more key reference in ``index``. */
+static int reserve_ref(Index *index) {
+    if (index->count < index->capacity) return 0;
+    size_t capacity = index->capacity ? index->capacity * 2 : 1024;
+    KeyRef *refs = realloc(index->refs, capacity * sizeof(KeyRef));
+    if (refs == NULL) {
+        PyErr_NoMemory();
         return -1;
     }
-    for (int i = 0; i < self->column_count; i++)
-        if (to_value(self, row, i, &self->values[i]) < 0) return -1;
-    int64_t rowid = self->rowid + 1;
-    /* index keys */
-    for (int x = 0; x < self->index_count; x++) {
-        Index *index = &self->indexes[x];
-        if (index->count == index->capacity) {
-            size_t capacity = index->capacity ? index->capacity * 2 : 1024;
-            KeyRef *refs = realloc(index->refs, capacity * sizeof(KeyRef));
-            if (refs == NULL) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            index->refs = refs;
-            index->capacity = capacity;
-        }
-        size_t start = index->keys.size;
-        for (int c = 0; c < index->column_count; c++)
-            if (key_append_value(&index->keys, &self->values[index->columns[c]]) < 0) return -1;
-        Value id = {1, rowid, 0, NULL, 0};
-        if (key_append_value(&index->keys, &id) < 0) return -1;
-        index->refs[index->count].offset = start;
-        index->refs[index->count].length = (uint32_t)(index->keys.size - start);
-        index->count++;
-    }
-    /* the table cell */
-    self->record.size = 0;
-    if (encode_record(&self->record, self->values, self->column_count) < 0) return -1;
+    index->refs = refs;
+    index->capacity = capacity;
+    return 0;
+}
+
+/* Close the key begun at ``start`` with its rowid and keep it. */
+static int end_key(Index *index, size_t start, int64_t rowid) {
+    Value id = {1, rowid, 0, NULL, 0};
+    if (key_append_value(&index->keys, &id) < 0 || reserve_ref(index) < 0) return -1;
+    index->refs[index->count].offset = start;
+    index->refs[index->count].length = (uint32_t)(index->keys.size - start);
+    index->count++;
+    return 0;
+}
+
+/* Put the record of row ``rowid`` into the table leaf being filled. */
+static int add_table_cell(Builder *self, const uint8_t *record, size_t size, int64_t rowid) {
     uint8_t head[18];
-    int n = put_varint(head, self->record.size);
+    int n = put_varint(head, size);
     n += put_varint(head + n, (uint64_t)rowid);
-    size_t local = local_size(self, self->record.size, 0);
-    size_t cell_size = (size_t)n + local + (local < self->record.size ? 4 : 0);
+    size_t local = local_size(self, size, 0);
+    size_t cell_size = (size_t)n + local + (local < size ? 4 : 0);
     Page p = {self->leaf, 0, 8, self->leaf_content, self->leaf_cells};
     if (!page_fits(&p, cell_size)) {
         if (table_flush_leaf(self) < 0) return -1;
@@ -556,12 +560,173 @@ static int append_row(Builder *self, PyObject *row) {
     }
     self->cell.size = 0;
     if (bytes_append(&self->cell, head, (size_t)n) < 0) return -1;
-    if (append_payload(self, &self->cell, self->record.data, self->record.size, 0) < 0) return -1;
+    if (append_payload(self, &self->cell, record, size, 0) < 0) return -1;
     page_add(&p, self->cell.data, self->cell.size);
     self->leaf_cells = p.cells;
     self->leaf_content = p.content;
     self->rowid = rowid;
     return 0;
+}
+
+static int append_row(Builder *self, PyObject *row) {
+    if (row_values(self->affinity, self->column_count, row, self->values) < 0) return -1;
+    int64_t rowid = self->rowid + 1;
+    for (int x = 0; x < self->index_count; x++) {
+        Index *index = &self->indexes[x];
+        size_t start = index->keys.size;
+        for (int c = 0; c < index->column_count; c++)
+            if (key_append_value(&index->keys, &self->values[index->columns[c]]) < 0) return -1;
+        if (end_key(index, start, rowid) < 0) return -1;
+    }
+    self->record.size = 0;
+    if (encode_record(&self->record, self->values, self->column_count) < 0) return -1;
+    return add_table_cell(self, self->record.data, self->record.size, rowid);
+}
+
+/* ---- rows encoded by another process ----------------------------------------------------
+ * encode_rows turns rows into what append_encoded stores, so that the costly part (reading
+ * Python values, building records and keys) runs in the processes that format the rows and
+ * the one that writes the file only copies bytes: per row, the record's length (4 bytes) and
+ * the record, then for each index the key's length and the key, without its rowid. The
+ * encoding starts with the number of indexes it has keys for. */
+
+static void put_u32(Bytes *b, uint32_t v) {
+    uint8_t p[4];
+    put_be(p, v, 4);
+    memcpy(b->data + b->size, p, 4);
+    b->size += 4;
+}
+
+static uint32_t get_u32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static PyObject *encode_rows(PyObject *module, PyObject *args) {
+    PyObject *rows, *index_specs;
+    const char *affinity;
+    if (!PyArg_ParseTuple(args, "OsO", &rows, &affinity, &index_specs)) return NULL;
+    int count = (int)strlen(affinity);
+    int columns[MAX_INDEXES][MAX_COLUMNS], column_counts[MAX_INDEXES];
+    PyObject *specs = PySequence_Fast(index_specs, "indexes: a list of (unique, (column, ...))");
+    if (specs == NULL) return NULL;
+    int index_count = (int)PySequence_Fast_GET_SIZE(specs);
+    if (count == 0 || count > MAX_COLUMNS || index_count > MAX_INDEXES) {
+        Py_DECREF(specs);
+        PyErr_SetString(PyExc_ValueError, "at most 64 columns and 16 indexes");
+        return NULL;
+    }
+    for (int x = 0; x < index_count; x++) {
+        PyObject *unique, *cols;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(specs, x), "OO", &unique, &cols)) {
+            Py_DECREF(specs);
+            return NULL;
+        }
+        PyObject *fast = PySequence_Fast(cols, "index columns: a sequence of column numbers");
+        if (fast == NULL) {
+            Py_DECREF(specs);
+            return NULL;
+        }
+        column_counts[x] = (int)PySequence_Fast_GET_SIZE(fast);
+        for (int c = 0; c < column_counts[x] && c < MAX_COLUMNS; c++)
+            columns[x][c] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, c));
+        Py_DECREF(fast);
+    }
+    Py_DECREF(specs);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *iterator = PyObject_GetIter(rows);
+    if (iterator == NULL) return NULL;
+    Bytes out = {0}, record = {0}, key = {0};
+    Value values[MAX_COLUMNS];
+    PyObject *row;
+    if (bytes_reserve(&out, 1) < 0) goto fail;
+    out.data[out.size++] = (uint8_t)index_count;
+    while ((row = PyIter_Next(iterator)) != NULL) {
+        int failed = row_values(affinity, count, row, values);
+        Py_DECREF(row);
+        if (failed) goto fail;
+        record.size = 0;
+        if (encode_record(&record, values, count) < 0 || bytes_reserve(&out, 4 + record.size) < 0) goto fail;
+        put_u32(&out, (uint32_t)record.size);
+        memcpy(out.data + out.size, record.data, record.size);
+        out.size += record.size;
+        for (int x = 0; x < index_count; x++) {
+            key.size = 0;
+            for (int c = 0; c < column_counts[x]; c++) {
+                int column = columns[x][c];
+                if (column < 0 || column >= count) {
+                    PyErr_SetString(PyExc_ValueError, "index column out of range");
+                    goto fail;
+                }
+                if (key_append_value(&key, &values[column]) < 0) goto fail;
+            }
+            if (bytes_reserve(&out, 4 + key.size) < 0) goto fail;
+            put_u32(&out, (uint32_t)key.size);
+            memcpy(out.data + out.size, key.data, key.size);
+            out.size += key.size;
+        }
+    }
+    if (PyErr_Occurred()) goto fail;
+    Py_DECREF(iterator);
+    PyObject *result = PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)out.size);
+    free(out.data);
+    free(record.data);
+    free(key.data);
+    return result;
+fail:
+    Py_DECREF(iterator);
+    free(out.data);
+    free(record.data);
+    free(key.data);
+    return NULL;
+}
+
+static int append_encoded_rows(Builder *self, const uint8_t *p, const uint8_t *end) {
+    if (p == end) return 0;
+    int keys = *p++;
+    if (keys < self->index_count) {
+        PyErr_Format(PyExc_ValueError, "encoded rows carry keys for %d indexes, the table has %d",
+                     keys, self->index_count);
+        return -1;
+    }
+    while (p < end) {
+        if (end - p < 4) goto truncated;
+        uint32_t size = get_u32(p);
+        const uint8_t *record = p + 4;
+        if ((size_t)(end - record) < size) goto truncated;
+        p = record + size;
+        int64_t rowid = self->rowid + 1;
+        for (int x = 0; x < keys; x++) {
+            if (end - p < 4) goto truncated;
+            uint32_t length = get_u32(p);
+            p += 4;
+            if ((size_t)(end - p) < length) goto truncated;
+            if (x < self->index_count) {
+                Index *index = &self->indexes[x];
+                size_t start = index->keys.size;
+                if (bytes_append(&index->keys, p, length) < 0 || end_key(index, start, rowid) < 0) return -1;
+            }
+            p += length;
+        }
+        if (add_table_cell(self, record, size, rowid) < 0) return -1;
+    }
+    return 0;
+truncated:
+    PyErr_SetString(PyExc_ValueError, "encoded rows end in the middle of a row");
+    return -1;
+}
+
+static PyObject *builder_append_encoded(Builder *self, PyObject *blob) {
+    if (self->finished || self->fd < 0) {
+        PyErr_SetString(PyExc_ValueError, "the table is already finished");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const uint8_t *p = view.buf;
+    int failed = append_encoded_rows(self, p, p + view.len);
+    PyBuffer_Release(&view);
+    if (failed) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* ---- interior levels ----------------------------------------------------------------- */
@@ -1098,6 +1263,8 @@ static PyObject *builder_rows(Builder *self, void *closure) {
 static PyMethodDef builder_methods[] = {
     {"append", (PyCFunction)builder_append, METH_O,
      "append(rows): add rows (tuples), numbered on from the last rowid"},
+    {"append_encoded", (PyCFunction)builder_append_encoded, METH_O,
+     "append_encoded(encoded): add rows encoded by encode_rows, numbered on"},
     {"finish", (PyCFunction)builder_finish, METH_VARARGS,
      "finish(schema_rows, sqlite_version): write the indexes and page 1, close the file"},
     {"close", (PyCFunction)builder_close, METH_NOARGS, "close(): give up (the caller removes the file)"},
@@ -1123,8 +1290,15 @@ static PyTypeObject BuilderType = {
     .tp_getset = builder_getset,
 };
 
+static PyMethodDef module_methods[] = {
+    {"encode_rows", encode_rows, METH_VARARGS,
+     "encode_rows(rows, affinities, indexes) -> bytes: rows as TableFile.append_encoded takes them"},
+    {NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_btree", "A table and its indexes written straight into SQLite's format.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_btree", "A table and its indexes written straight into SQLite's format.", -1,
+    module_methods,
 };
 
 PyMODINIT_FUNC PyInit__btree(void) {

@@ -48,7 +48,9 @@ def can_fork() -> bool:
 class InsertProcess:
     """Runs a new part's calls (``insert_nodes``, ``execute``...) in a forked child.
 
-    ``open_database`` creates the part at ``path`` in the child (a ``PartFile``);
+    ``open_database`` creates the part at ``path`` in the child (a ``PartFile``), and
+    ``encode_nodes``, if given, turns batches of tb_nodes rows into what its
+    ``insert_encoded`` takes, in the sending process;
     ``first_job``, if given, writes into it before the first statement sent is run: work
     the child can do on its own while the parent is busy (the golden rows of a compare). It
     may hand the parent one object on the way (``reply``), which :meth:`first_reply` returns.
@@ -61,8 +63,10 @@ class InsertProcess:
         path: Path,
         open_database: Callable[[Path], NodeWriter],
         first_job: FirstJob | None = None,
+        encode_nodes: Callable[[list[tuple[Any, ...]], Path], bytes] | None = None,
     ) -> None:
         self.path = path
+        self._encode = encode_nodes
         receiver, sender = Pipe(duplex=False)
         _widen(sender)
         status_receiver, status_sender = Pipe(duplex=False)
@@ -91,7 +95,11 @@ class InsertProcess:
 
     def insert_nodes(self, rows: Iterable[tuple[Any, ...]], provisional: bool = False) -> None:
         for batch in _batches(rows):
-            self._send("insert_nodes", (batch, provisional))
+            if self._encode is not None and not provisional:
+                # encoded here (or in a helper of in_two), on the core that formats the rows
+                self._send("insert_encoded", (self._encode(batch, self.path),))
+            else:
+                self._send("insert_nodes", (batch, provisional))
 
     def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
         self._send("correct_node_links", (list(corrections),))
@@ -226,7 +234,17 @@ def _batches(rows: Iterable[Any]) -> Iterable[list[Any]]:
         yield batch
 
 
-_CALLS = frozenset({"execute", "executemany", "insert_nodes", "correct_node_links", "finish_nodes"})
+# What a part is asked to do: the NodeWriter calls, and insert_encoded (encode_nodes's bytes).
+_CALLS = frozenset(
+    {
+        "execute",
+        "executemany",
+        "insert_nodes",
+        "insert_encoded",
+        "correct_node_links",
+        "finish_nodes",
+    }
+)
 
 
 def _widen(pipe: Connection) -> None:

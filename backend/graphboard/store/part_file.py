@@ -76,6 +76,17 @@ def _sqlite_version() -> int:
     return major * 1_000_000 + minor * 1_000 + patch
 
 
+def encode_nodes(rows: list[tuple[Any, ...]], path: Path) -> bytes:
+    """tb_nodes rows as records and index keys, for a PartFile's ``insert_encoded``: a
+    process that formats rows encodes them itself, and the one writing the file (an
+    InsertProcess) only copies the bytes."""
+    affinities, indexes, _ = _layout()
+    try:
+        return _btree.encode_rows(rows, affinities, indexes)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise StoreError(f"{path}: a tb_nodes row cannot be stored: {error}") from None
+
+
 class PartFile:  # a statements.NodeWriter
     """A new part file at ``path``; ``close`` completes it, ``abandon`` gives it up (the
     caller removes the file).
@@ -107,6 +118,16 @@ class PartFile:  # a statements.NodeWriter
             return
         self._release_held()
         self._append(rows)
+
+    def insert_encoded(self, encoded: bytes) -> None:
+        """Rows encoded by ``encode_nodes``, after any held rows."""
+        self._release_held()
+        try:
+            self._table.append_encoded(encoded)
+        except ValueError as error:
+            raise StoreError(f"{self.path}: {error}") from None
+        except OSError as error:
+            raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
 
     def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
         """Set matched_node_link of held rows: (link, id) pairs."""

@@ -30,7 +30,7 @@ from graphboard.graph.model import Graph, Node
 from graphboard.store import arrays, schema
 from graphboard.store.display import node_display_json
 from graphboard.store.insert_process import FirstJob, InsertProcess, can_fork
-from graphboard.store.part_file import PartFile
+from graphboard.store.part_file import PartFile, encode_nodes
 from graphboard.store.part_file import open_db as open_db  # the pipeline opens parts with it
 from graphboard.store.statements import NodeWriter, Statements
 
@@ -61,7 +61,9 @@ def open_part(
     may fork), which starts with ``first_job``; else by this one, and the job is not done.
     ``close`` it when done, or ``abandon`` it on an error and remove the file."""
     if in_background and can_fork():
-        return InsertProcess(path, functools.partial(PartFile, indexed=indexed), first_job)
+        return InsertProcess(
+            path, functools.partial(PartFile, indexed=indexed), first_job, encode_nodes
+        )
     return PartFile(path, indexed)
 
 
