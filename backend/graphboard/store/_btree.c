@@ -64,6 +64,20 @@ static int bytes_append(Bytes *b, const void *src, size_t n) {
     return 0;
 }
 
+/* Room for one more item in a growable array of ``size``-byte items. */
+static int grow(void **items, size_t *capacity, size_t count, size_t size) {
+    if (count < *capacity) return 0;
+    size_t more = *capacity ? *capacity * 2 : 256;
+    void *bigger = realloc(*items, more * size);
+    if (bigger == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = bigger;
+    *capacity = more;
+    return 0;
+}
+
 /* ---- SQLite's encodings ------------------------------------------------------------- */
 
 static int varint_len(uint64_t v) {
@@ -273,6 +287,8 @@ typedef struct {
     size_t common; /* bytes every key starts with */
 } Index;
 
+/* qsort takes no context: the index being sorted. The GIL is held from start to end of a
+ * finish, so two tables never sort at once. */
 static const uint8_t *sort_base;
 static size_t sort_common;
 
@@ -300,16 +316,7 @@ typedef struct {
 } Children;
 
 static int children_push(Children *c, uint32_t page, int64_t last) {
-    if (c->count == c->capacity) {
-        size_t capacity = c->capacity ? c->capacity * 2 : 256;
-        Child *items = realloc(c->items, capacity * sizeof(Child));
-        if (items == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c->items = items;
-        c->capacity = capacity;
-    }
+    if (grow((void **)&c->items, &c->capacity, c->count, sizeof(Child)) < 0) return -1;
     c->items[c->count].page = page;
     c->items[c->count].last = last;
     c->count++;
@@ -524,16 +531,7 @@ static int table_flush_leaf(Builder *self) {
 
 /* Room for one more key reference in ``index``. */
 static int reserve_ref(Index *index) {
-    if (index->count < index->capacity) return 0;
-    size_t capacity = index->capacity ? index->capacity * 2 : 1024;
-    KeyRef *refs = realloc(index->refs, capacity * sizeof(KeyRef));
-    if (refs == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    index->refs = refs;
-    index->capacity = capacity;
-    return 0;
+    return grow((void **)&index->refs, &index->capacity, index->count, sizeof(KeyRef));
 }
 
 /* Close the key begun at ``start`` with its rowid and keep it. */
@@ -786,16 +784,7 @@ typedef struct {
 } Dividers;
 
 static int dividers_push(Dividers *d, const uint8_t *cell, size_t size) {
-    if (d->count == d->capacity) {
-        size_t capacity = d->capacity ? d->capacity * 2 : 256;
-        size_t *ends = realloc(d->ends, capacity * sizeof(size_t));
-        if (ends == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        d->ends = ends;
-        d->capacity = capacity;
-    }
+    if (grow((void **)&d->ends, &d->capacity, d->count, sizeof(size_t)) < 0) return -1;
     if (bytes_append(&d->cells, cell, size) < 0) return -1;
     d->ends[d->count++] = d->cells.size;
     return 0;
