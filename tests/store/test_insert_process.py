@@ -20,7 +20,7 @@ from fixture_cases import fixture_path
 from graphboard.errors import DumpError, StoreError
 from graphboard.pipeline import BuildOptions, plan_build, process_task, run_build
 from graphboard.store import writer
-from graphboard.store.insert_process import BATCH_ROWS, InsertProcess
+from graphboard.store.insert_process import BATCH_ROWS, InsertProcess, can_fork
 from graphboard.store.part_file import PartFile
 from graphboard.store.statements import NodeWriter
 from graphboard.target_rows import SPLIT_MIN_NODES
@@ -222,29 +222,52 @@ def _broken_half(part: NodeWriter) -> None:
     raise RuntimeError("the helper broke")
 
 
-def test_work_in_two_arrives_in_order_as_if_done_one_after_the_other(tmp_path: Path) -> None:
-    path = tmp_path / "two.db"
+def _in_two_in_order(path: Path) -> tuple[bool, list[tuple[int]]]:
     writer_process = InsertProcess(path, PartFile)
+    forks = can_fork()
     writer_process.in_two(_first_half, _second_half)
     writer_process.close()
     with sqlite3.connect(path) as conn:
-        orders = conn.execute("SELECT node_order FROM tb_nodes ORDER BY rowid").fetchall()
+        return forks, conn.execute("SELECT node_order FROM tb_nodes ORDER BY rowid").fetchall()
+
+
+def test_work_in_two_arrives_in_order_as_if_done_one_after_the_other(tmp_path: Path) -> None:
+    # in a fresh interpreter: the test session's threads would keep in_two from forking
+    forked, orders = _in_fresh_process(_in_two_in_order, tmp_path / "two.db")
+    assert forked
     assert orders == [(n,) for n in range(BATCH_ROWS * 5)]
 
 
-def test_a_helper_that_fails_is_reported_and_stops_the_writing(tmp_path: Path) -> None:
-    writer_process = InsertProcess(tmp_path / "broken.db", PartFile)
+def _failing_helper(path: Path) -> tuple[str, bool, bool]:
+    """(the error, whether the writing process was reaped, whether the part is closed)."""
+    writer_process = InsertProcess(path, PartFile)
     writer_pid = writer_process._pid
-    assert writer_pid is not None
-    with pytest.raises(
-        StoreError, match=r"broken\.db: the process formatting rows failed: the helper broke"
-    ):
+    assert writer_pid is not None and can_fork()
+    try:
         writer_process.in_two(_broken_half, _second_half)
-    with pytest.raises(ChildProcessError):
-        os.waitpid(writer_pid, 0)  # the writing process was stopped and reaped
+    except StoreError as error:
+        message = str(error)
+    else:
+        message = ""
+    try:
+        os.waitpid(writer_pid, 0)
+        reaped = False
+    except ChildProcessError:
+        reaped = True  # the writing process was stopped and reaped: no zombie left
     writer_process.close()  # nothing left to wait for
-    with pytest.raises(StoreError, match="already closed"):
+    try:
         writer_process.execute("SELECT 1")
+        closed = False
+    except StoreError:
+        closed = True
+    return message, reaped, closed
+
+
+def test_a_helper_that_fails_is_reported_and_stops_the_writing(tmp_path: Path) -> None:
+    path = tmp_path / "broken.db"
+    message, reaped, closed = _in_fresh_process(_failing_helper, path)
+    assert message == f"{path}: the process formatting rows failed: the helper broke"
+    assert reaped and closed
 
 
 def test_a_graph_formatted_in_two_is_the_file_formatted_by_one(tmp_path: Path) -> None:
