@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from graphboard.compare.result import Metric
 from graphboard.dump.records import Param, Stat
+
+if TYPE_CHECKING:  # numpy is imported by the tensor-mode functions that use it
+    import numpy as np
 
 # msprobe's column names, in its order: the differences, then the relative errors.
 SUMMARY_METRIC_NAMES = (
@@ -109,6 +110,8 @@ def md5_of(param: Param | None) -> str | None:
 
 
 def _load_tensor(path: Path) -> np.ndarray[Any, Any]:
+    import numpy as np  # only tensor mode needs it: 0.1 s of every other start-up
+
     if path.suffix == ".npy":
         return np.asarray(np.load(path, allow_pickle=False))
     import torch  # only tensor-mode compares pay for importing torch
@@ -146,6 +149,8 @@ def tensor_metrics(
     npu: np.ndarray[Any, Any] | None, bench: np.ndarray[Any, Any] | None
 ) -> tuple[dict[str, Metric], list[str]]:
     """Cosine, EucDist, MaxAbsErr, MaxRelativeErr and the 1/1000 and 5/1000 ratios."""
+    import numpy as np  # see _load_tensor
+
     messages: list[str] = []
     if npu is None or bench is None:
         return dict.fromkeys(TENSOR_METRIC_NAMES, UNSUPPORTED), messages

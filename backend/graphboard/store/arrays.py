@@ -4,7 +4,8 @@ One numpy array per column, indexed by ``node_order`` (msprobe's post-order posi
 as one BLOB per (graph, column) in ``gb_arrays``. Writing a million nodes this way costs
 milliseconds where a row per node costs seconds, and the server answers filters, badges and
 "worst descendant" from the arrays in memory. The same arrays can be derived from msprobe's
-``tb_nodes`` alone (``derive``), so files msprobe wrote get the same features.
+``tb_nodes`` alone (``derive``), so files msprobe wrote get the same features. The table's
+DDL is in schema.py, which this module's numpy need not load.
 
 Level codes: precision -1 none, 0 pass, 1 warning, 2 error; overflow 0 none, 1 medium,
 2 high, 3 critical; matched -1 (a build), 0, 1.
@@ -46,16 +47,6 @@ COLUMNS: dict[str, str] = {
     "worst_overflow": "int8",
     "overflow_leaves": "int32",
 }
-
-DDL = """
-CREATE TABLE IF NOT EXISTS gb_arrays (
-    graph_id TEXT NOT NULL,        -- "{data_source}_{step}_{rank}", as tb_nodes.graph_id
-    name TEXT NOT NULL,            -- a COLUMNS key, or "names"
-    dtype TEXT NOT NULL,           -- numpy dtype, or "utf8" for the NUL-separated names
-    data BLOB NOT NULL,
-    PRIMARY KEY (graph_id, name)
-);
-"""
 
 
 class NameTable(Sequence[str]):

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from graphboard.store import arrays
 from graphboard.store.statements import Statements
 
 SCHEMA_VERSION = 1
@@ -100,7 +99,6 @@ MSPROBE_INDEXES = "\n".join(
     for name, columns in MSPROBE_INDEX_COLUMNS.items()
 )
 
-# Per-node data (roll-ups, levels, match state) is columnar: see store/arrays.py (gb_arrays).
 GRAPHBOARD_TABLES = """
 CREATE TABLE IF NOT EXISTS gb_meta (
     key TEXT PRIMARY KEY,
@@ -130,8 +128,20 @@ CREATE TABLE IF NOT EXISTS gb_graphs (
 """
 
 
+# Per-node data (roll-ups, levels, match state) is columnar: see store/arrays.py.
+ARRAYS_TABLE = """
+CREATE TABLE IF NOT EXISTS gb_arrays (
+    graph_id TEXT NOT NULL,        -- "{data_source}_{step}_{rank}", as tb_nodes.graph_id
+    name TEXT NOT NULL,            -- a COLUMNS key, or "names"
+    dtype TEXT NOT NULL,           -- numpy dtype, or "utf8" for the NUL-separated names
+    data BLOB NOT NULL,
+    PRIMARY KEY (graph_id, name)
+);
+"""
+
+
 def create_tables(conn: sqlite3.Connection) -> None:
-    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + arrays.DDL)
+    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + ARRAYS_TABLE)
 
 
 def create_indexes(conn: Statements) -> None:

@@ -235,7 +235,7 @@ def _build(source: sqlite3.Connection, temp: Path) -> None:
     try:
         sidecar.execute("PRAGMA journal_mode=OFF")
         sidecar.execute("PRAGMA synchronous=OFF")
-        sidecar.executescript(schema.GRAPHBOARD_TABLES + arrays.DDL)
+        sidecar.executescript(schema.GRAPHBOARD_TABLES + schema.ARRAYS_TABLE)
         sidecar.execute("BEGIN")
         for step, rank in keys:
             graphs = {side: _Graph(source, side, step, rank) for side in ("NPU", "Bench")}

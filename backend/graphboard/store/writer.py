@@ -20,14 +20,13 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import orjson
 
 from graphboard.compare.engine import level_of_precision
 from graphboard.compare.result import DataMode, Level, NodeComparison
 from graphboard.compare.rollup import first_introduced_error
 from graphboard.graph.model import Graph, Node
-from graphboard.store import arrays, schema
+from graphboard.store import schema
 from graphboard.store.display import node_display_json
 from graphboard.store.insert_process import FirstJob, InsertProcess, can_fork
 from graphboard.store.part_file import PartFile, encode_nodes
@@ -197,6 +196,10 @@ def _node_rows(context: _GraphRows, nodes: Iterable[Node]) -> Iterator[tuple[Any
 
 def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str, Any]:
     """The per-node columns of gb_arrays (roll-ups are derived from these by arrays.roll_up)."""
+    import numpy as np  # see write_summaries
+
+    from graphboard.store import arrays
+
     count = len(ordered)
     parent = np.full(count, arrays.NONE, np.int32)
     matched = np.full(count, arrays.NONE if not compared else 0, np.int8)
@@ -303,7 +306,12 @@ _STACK_INSERT = "INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)"
 
 
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
-    """graphboard's per-graph tables (gb_graphs, gb_arrays), once the graphs are scored."""
+    """graphboard's per-graph tables (gb_graphs, gb_arrays), once the graphs are scored.
+
+    Only these need numpy (store/arrays.py), so it is imported here, not at start-up: a lone
+    task gets here while the process writing its part finishes tb_nodes, so the import (0.1 s)
+    costs no time, and that process never loads numpy.
+    """
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
 
@@ -318,6 +326,8 @@ def write_graphs(
 
 
 def _write_graph_summary(conn: Statements, graph: Graph, compared: bool) -> None:
+    from graphboard.store import arrays  # see write_summaries
+
     ordered = graph.ordered()
     arrays.write(
         conn,
