@@ -87,8 +87,9 @@ def _discard(settings: Settings, job_id: str) -> None:
 
 
 def _fail(settings: Settings, catalog: Catalog, job: Job, error: BaseException) -> None:
-    fail_job(settings, catalog, job, error)
+    # The folder goes first: a client that sees the job failed finds nothing of it left.
     _discard(settings, job.id)
+    fail_job(settings, catalog, job, error)
 
 
 def start(
@@ -179,7 +180,7 @@ def merge(settings: Settings, catalog: Catalog, job_id: str) -> None:
     except Exception as error:
         _fail(settings, catalog, job, error)
         return
+    _discard(settings, job_id)  # before the job is seen done, as in _fail
     with catalog.session() as session:
         records.finish(session, job_id, graph_id_of(settings, result.path), summary(result))
-    _discard(settings, job_id)
     end_job(settings, catalog, job_id)
