@@ -23,7 +23,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphboard import __version__
 from graphboard.compare.colors import node_colors, tool_tips
@@ -31,7 +31,6 @@ from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
 from graphboard.compare.modes import common_mode, data_mode
 from graphboard.compare.result import DataMode
-from graphboard.distributed import CommNode, collect_comm_nodes, link_ranks
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir, discover
 from graphboard.errors import CompareError, GraphboardError, StoreError
 from graphboard.gcpause import collector_paused
@@ -43,6 +42,9 @@ from graphboard.store import schema, writer
 from graphboard.store.insert_process import InsertProcess
 from graphboard.store.statements import NodeWriter
 from graphboard.target_rows import score_and_write
+
+if TYPE_CHECKING:  # imported where the pipeline uses it, after the task's rows are out
+    from graphboard.distributed import CommNode
 
 SCHEMA_NAME = "graphboard.vis.db"
 
@@ -273,10 +275,14 @@ def _process_task(
     if golden is not None:
         pairs.append((golden, target))
     writer.write_summaries(conn, pairs)
+    # Still while the writing process finishes: the communication ops, and the imports they
+    # need (graphboard.distributed, 40 ms that a one-shot compare would otherwise wait for).
+    from graphboard.distributed import collect_comm_nodes
+
+    comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
     conn.close()  # with an InsertProcess: waits for it to finish the file
     clock.lap("summarise and close")
     warnings = [warning for graph in graphs for warning in graph.warnings]
-    comm_nodes = [node for graph in graphs for node in collect_comm_nodes(graph)]
     micro_steps = max(graph.micro_steps for graph in graphs)
     if keep_graphs:
         _KEPT_UNTIL_EXIT.extend(graphs)
@@ -442,6 +448,8 @@ def finish_build(
                 writer.merge_part(conn, part)
         clock.lap("merge parts")
         sides = (NPU, BENCH) if options.compare else (NPU,)
+        from graphboard.distributed import link_ranks  # see _process_task
+
         link_summary = link_ranks(
             conn,
             [node for result in results for node in result.comm_nodes],
