@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import graphboard
+import graphboard.distributed
 import graphboard.pipeline as pipeline
 from dumpmaker import (
     BuildFn,
@@ -102,7 +103,8 @@ def test_an_interrupted_build_leaves_nothing_behind(
     def interrupt(*_args: Any, **_kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(pipeline, "link_ranks", interrupt)
+    # the last stage of a build, imported by the pipeline when it gets there
+    monkeypatch.setattr(graphboard.distributed, "link_ranks", interrupt)
     tiny_model().write(tmp_path / "rank0")
     out = output_folder(tmp_path)
     with pytest.raises(KeyboardInterrupt):
