@@ -87,9 +87,10 @@ def _discard(settings: Settings, job_id: str) -> None:
 
 
 def _fail(settings: Settings, catalog: Catalog, job: Job, error: BaseException) -> None:
-    # The folder goes first: a client that sees the job failed finds nothing of it left.
-    _discard(settings, job.id)
+    # The error first, then the folder: removed first, a part still running could lose its
+    # folder and record that as the job's error before this one is recorded.
     fail_job(settings, catalog, job, error)
+    _discard(settings, job.id)
 
 
 def start(
@@ -180,7 +181,7 @@ def merge(settings: Settings, catalog: Catalog, job_id: str) -> None:
     except Exception as error:
         _fail(settings, catalog, job, error)
         return
-    _discard(settings, job_id)  # before the job is seen done, as in _fail
     with catalog.session() as session:
         records.finish(session, job_id, graph_id_of(settings, result.path), summary(result))
+    _discard(settings, job_id)
     end_job(settings, catalog, job_id)
