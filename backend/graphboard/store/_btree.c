@@ -284,7 +284,6 @@ typedef struct {
     Bytes keys;
     KeyRef *refs;
     size_t count, capacity;
-    size_t common; /* bytes every key starts with */
 } Index;
 
 /* qsort takes no context: the index being sorted. The GIL is held from start to end of a
@@ -950,7 +949,6 @@ static uint32_t build_index(Builder *self, Index *index) {
             common = same;
         }
     }
-    index->common = common;
     int sorted = 1;
     for (size_t i = 0; i < index->count; i++) {
         KeyRef *r = &index->refs[i];

@@ -123,20 +123,20 @@ class Links(Enum):
 
 
 @dataclass(slots=True)
-class _GraphRows:
-    """What every row of one graph needs, computed once before its rows."""
+class PreparedRows:
+    """What every row of one graph needs, computed once: its rows can then be written whole
+    or in parts (``write_nodes``), by any process that holds the graph."""
 
     graph: Graph
     graph_id: str
     mode: DataMode | None
     links: Links
     stack_ids: dict[tuple[str, ...], str]
+    stack_rows: list[tuple[str, str]]
     dump_data_dir: str | None
 
 
-def _prepare(
-    graph: Graph, links: Links, mode: DataMode | None
-) -> tuple[_GraphRows, list[tuple[str, str]]]:
+def _prepare(graph: Graph, links: Links, mode: DataMode | None) -> PreparedRows:
     graph_id = graph.graph_id
     stack_ids: dict[tuple[str, ...], str] = {}
     stack_rows: list[tuple[str, str]] = []
@@ -146,18 +146,18 @@ def _prepare(
             stack_id = f"{graph_id}_{len(stack_ids)}"
             stack_ids[stack] = stack_id
             stack_rows.append((stack_id, _json(list(stack))))
-    rows = _GraphRows(
+    return PreparedRows(
         graph,
         graph_id,
         mode,
         links,
         stack_ids,
+        stack_rows,
         graph.tensor_dir if mode is DataMode.TENSOR else None,
     )
-    return rows, stack_rows
 
 
-def _node_rows(context: _GraphRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
+def _node_rows(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
     graph = context.graph
     graph_id = context.graph_id
     for node in nodes:
@@ -247,21 +247,9 @@ def write_graph_ahead_of_match(conn: NodeWriter, graph: Graph, mode: DataMode) -
     """Format a compare's golden graph's rows before it is matched: each row's
     matched_node_link presumes the target has a node at the same path. The part holds the
     rows until ``correct_links`` has fixed the others."""
-    rows, stack_rows = _prepare(graph, Links.PRESUMED, mode)
-    nodes = graph.nodes
-    conn.insert_nodes(
-        _node_rows(rows, (nodes[name] for name in row_order(graph))), provisional=True
-    )
-    conn.executemany(_STACK_INSERT, stack_rows)
-
-
-@dataclass(slots=True)
-class PreparedRows:
-    """What writing a graph's rows needs, computed once: its rows can then be written in
-    parts (``write_nodes``), by any process that holds the graph."""
-
-    context: _GraphRows
-    stack_rows: list[tuple[str, str]]
+    rows = _prepare(graph, Links.PRESUMED, mode)
+    write_nodes(conn, rows, row_order(graph), provisional=True)
+    write_stacks(conn, rows)
 
 
 def row_order(graph: Graph) -> list[str]:
@@ -272,16 +260,15 @@ def row_order(graph: Graph) -> list[str]:
 
 
 def prepare_rows(graph: Graph, counterpart: Graph | None, mode: DataMode | None) -> PreparedRows:
-    context, stack_rows = _prepare(
-        graph, Links.NONE if counterpart is None else Links.MATCHED, mode
-    )
-    return PreparedRows(context, stack_rows)
+    return _prepare(graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
 
 
-def write_nodes(conn: NodeWriter, rows: PreparedRows, names: list[str]) -> None:
+def write_nodes(
+    conn: NodeWriter, rows: PreparedRows, names: list[str], provisional: bool = False
+) -> None:
     """The tb_nodes rows of the nodes ``names``, in that order."""
-    nodes = rows.context.graph.nodes
-    conn.insert_nodes(_node_rows(rows.context, (nodes[name] for name in names)))
+    nodes = rows.graph.nodes
+    conn.insert_nodes(_node_rows(rows, (nodes[name] for name in names)), provisional)
 
 
 def write_stacks(conn: NodeWriter, rows: PreparedRows) -> None:
