@@ -80,19 +80,23 @@ def _sqlite_made(path: Path, rows: list[tuple[Any, ...]], page_size: int) -> sql
 
 
 @pytest.mark.parametrize(
-    ("count", "page_size", "long"),
+    ("count", "page_size", "long", "threads"),
     [
-        (0, 4096, False),  # an empty table: empty root pages
-        (1, 4096, False),
-        (3000, 512, False),  # small pages: trees several levels deep
-        (2000, 512, True),  # rows and index keys spill onto overflow pages
-        (5000, 1024, True),
-        (20000, 4096, False),
-        (3000, 65536, True),
+        (0, 4096, False, 1),  # an empty table: empty root pages
+        (0, 4096, False, 3),
+        (1, 4096, False, 1),
+        (3000, 512, False, 1),  # small pages: trees several levels deep
+        (3000, 512, False, 2),  # ... and more unused pages than one freelist trunk lists
+        (2000, 512, True, 1),  # rows and index keys spill onto overflow pages
+        (2000, 512, True, 3),
+        (5000, 1024, True, 2),
+        (20000, 4096, False, 1),
+        (20000, 4096, False, 4),  # more threads than indexes to build at the end
+        (3000, 65536, True, 2),
     ],
 )
 def test_the_table_and_its_indexes_are_what_sqlite_would_hold(
-    tmp_path: Path, count: int, page_size: int, long: bool
+    tmp_path: Path, count: int, page_size: int, long: bool, threads: int
 ) -> None:
     rows = _rows(count, seed=count + page_size, long=long)
     rows.sort(key=lambda row: row[0]) if count % 2 else None  # presorted keys, and not
@@ -101,7 +105,7 @@ def test_the_table_and_its_indexes_are_what_sqlite_would_hold(
     table.append(rows[: count // 2])
     table.append(iter(rows[count // 2 :]))
     assert table.rows == count
-    table.finish(_schema_rows(), _version())
+    table.finish(_schema_rows(), _version(), threads=threads)
     theirs = _sqlite_made(tmp_path / "theirs.db", rows, page_size)
     with sqlite3.connect(ours) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,40 @@
 
 #define MAX_COLUMNS 64
 #define MAX_INDEXES 16
-#define OUT_BUFFER (1 << 20)
+#define RUN_BYTES (1 << 20) /* a Writer's run of page numbers, and its buffer */
 
 enum { TAG_NULL = 0x05, TAG_INT = 0x10, TAG_TEXT = 0x20 };
 enum { LEAF_TABLE = 0x0D, INTERIOR_TABLE = 0x05, LEAF_INDEX = 0x0A, INTERIOR_INDEX = 0x02 };
+
+/* ---- failures ------------------------------------------------------------------------
+ * The indexes are built on several threads without the GIL, so the code they run cannot set
+ * Python errors: it records what failed in its thread's ``failure`` and returns -1 (or page
+ * 0), and the functions Python calls turn that into an exception (raise_failure). Code that
+ * runs only with the GIL (reading rows) still raises directly. */
+
+enum { FAIL_NONE, FAIL_MEMORY, FAIL_OS, FAIL_DUPLICATE };
+
+struct Index;
+
+typedef struct {
+    int kind;
+    int error;           /* FAIL_OS: errno, and what could not be done */
+    const char *what;
+    struct Index *index; /* FAIL_DUPLICATE: the index, and where the second key is */
+    size_t at;
+} Failure;
+
+static _Thread_local Failure failure;
+
+static int fail_memory(void) {
+    failure.kind = FAIL_MEMORY;
+    return -1;
+}
+
+static int fail_os(const char *what) {
+    failure = (Failure){FAIL_OS, errno, what, NULL, 0};
+    return -1;
+}
 
 /* ---- growable buffers ---------------------------------------------------------------- */
 
@@ -48,10 +79,7 @@ static int bytes_reserve(Bytes *b, size_t extra) {
     size_t capacity = b->capacity ? b->capacity : 4096;
     while (capacity < b->size + extra) capacity *= 2;
     uint8_t *data = realloc(b->data, capacity);
-    if (data == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (data == NULL) return fail_memory();
     b->data = data;
     b->capacity = capacity;
     return 0;
@@ -69,10 +97,7 @@ static int grow(void **items, size_t *capacity, size_t count, size_t size) {
     if (count < *capacity) return 0;
     size_t more = *capacity ? *capacity * 2 : 256;
     void *bigger = realloc(*items, more * size);
-    if (bigger == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (bigger == NULL) return fail_memory();
     *items = bigger;
     *capacity = more;
     return 0;
@@ -277,7 +302,7 @@ typedef struct {
     uint32_t length;
 } KeyRef;
 
-typedef struct {
+typedef struct Index {
     int columns[MAX_COLUMNS];
     int column_count;
     int unique;
@@ -286,20 +311,64 @@ typedef struct {
     size_t count, capacity;
 } Index;
 
-/* qsort takes no context: the index being sorted. The GIL is held from start to end of a
- * finish, so two tables never sort at once. */
-static const uint8_t *sort_base;
-static size_t sort_common;
+/* The keys being sorted: qsort_r's context (indexes are sorted on several threads). */
+typedef struct {
+    const uint8_t *base;
+    size_t common;
+} SortKeys;
 
-static int compare_refs(const void *a, const void *b) {
+static int compare_refs(const void *a, const void *b, void *context) {
     const KeyRef *x = a, *y = b;
     if (x->prefix != y->prefix) return x->prefix < y->prefix ? -1 : 1;
-    size_t skip = sort_common + 8;
+    const SortKeys *keys = context;
+    size_t skip = keys->common + 8;
     size_t lx = x->length > skip ? x->length - skip : 0, ly = y->length > skip ? y->length - skip : 0;
     size_t n = lx < ly ? lx : ly;
-    int c = n ? memcmp(sort_base + x->offset + skip, sort_base + y->offset + skip, n) : 0;
+    int c = n ? memcmp(keys->base + x->offset + skip, keys->base + y->offset + skip, n) : 0;
     if (c) return c;
     return lx < ly ? -1 : lx > ly;
+}
+
+/* The exception for a unique index's keys ``at - 1`` and ``at``, equal but for the rowid. */
+static void raise_duplicate(Index *index, size_t at) {
+    Bytes scratch = {0};
+    Value v;
+    const uint8_t *p = index->keys.data + index->refs[at].offset;
+    PyObject *shown = NULL;
+    if (key_read_value(p, p + index->refs[at].length, &v, &scratch) != NULL) {
+        if (v.kind == 3)
+            shown = PyUnicode_DecodeUTF8((const char *)scratch.data, v.length, "replace");
+        else if (v.kind == 1)
+            shown = PyLong_FromLongLong(v.integer);
+    }
+    free(scratch.data);
+    if (shown == NULL) {
+        PyErr_Clear();
+        shown = Py_None;
+        Py_INCREF(shown);
+    }
+    PyErr_Format(PyExc_ValueError, "two rows have the same unique key %R", shown);
+    Py_DECREF(shown);
+}
+
+/* Raise what this thread's ``failure`` holds, unless an exception is set already. */
+static void raise_failure(void) {
+    Failure f = failure;
+    failure.kind = FAIL_NONE;
+    if (PyErr_Occurred()) return;
+    switch (f.kind) {
+    case FAIL_OS:
+        PyErr_Format(PyExc_OSError, "cannot %s: %s", f.what, strerror(f.error));
+        break;
+    case FAIL_DUPLICATE:
+        raise_duplicate(f.index, f.at);
+        break;
+    case FAIL_MEMORY:
+        PyErr_NoMemory();
+        break;
+    default:
+        PyErr_SetString(PyExc_SystemError, "_btree failed without saying why");
+    }
 }
 
 /* ---- the builder ------------------------------------------------------------------------ */
@@ -322,14 +391,97 @@ static int children_push(Children *c, uint32_t page, int64_t last) {
     return 0;
 }
 
+/* ---- page numbers and writes --------------------------------------------------------
+ * A thread that writes pages has a Writer, which takes page numbers from the file's Pages in
+ * runs, fills a buffer with the pages of its run and writes it at its place in the file. A
+ * B-tree page only needs its children's numbers, and those are written first, so the pages
+ * of indexes built at once may interleave. A writer done with its work gives back the rest
+ * of its run if no run was taken after it; otherwise those pages stay unused, and finish
+ * lists them on SQLite's freelist (SQLite fills them first when it writes the other
+ * tables). One thread alone leaves none. */
+
+typedef struct {
+    int fd;
+    uint32_t page_size;
+    pthread_mutex_t lock;
+    uint32_t next;    /* the first page number no writer has taken */
+    uint32_t *unused; /* numbers taken and left unused */
+    size_t unused_count, unused_capacity;
+} Pages;
+
+typedef struct {
+    Pages *pages;
+    uint8_t *buffer; /* pages first .. first + count - 1, not yet written */
+    uint32_t first, count;
+    uint32_t end;  /* the run taken ends before this number */
+    uint32_t size; /* pages per run: the buffer holds one run */
+} Writer;
+
+static int writer_open(Writer *w, Pages *pages) {
+    uint32_t size = RUN_BYTES / pages->page_size;
+    *w = (Writer){pages, malloc((size_t)size * pages->page_size), 0, 0, 0, size};
+    return w->buffer == NULL ? fail_memory() : 0;
+}
+
+static int writer_flush(Writer *w) {
+    size_t size = (size_t)w->count * w->pages->page_size, done = 0;
+    off_t offset = (off_t)(w->first - 1) * w->pages->page_size;
+    while (done < size) {
+        ssize_t n = pwrite(w->pages->fd, w->buffer + done, size - done, offset + (off_t)done);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail_os("write");
+        }
+        done += (size_t)n;
+    }
+    w->first += w->count;
+    w->count = 0;
+    return 0;
+}
+
+/* Write one page; returns its number, 0 on error. */
+static uint32_t emit_page(Writer *w, const uint8_t *page) {
+    if (w->first + w->count == w->end) { /* the run is used up, or none is taken yet */
+        if (w->count > 0 && writer_flush(w) < 0) return 0;
+        pthread_mutex_lock(&w->pages->lock);
+        w->first = w->pages->next;
+        w->pages->next += w->size;
+        pthread_mutex_unlock(&w->pages->lock);
+        w->end = w->first + w->size;
+    }
+    memcpy(w->buffer + (size_t)w->count * w->pages->page_size, page, w->pages->page_size);
+    return w->first + w->count++;
+}
+
+/* Write what is buffered, and give back the rest of the run or list it as unused. */
+static int writer_close(Writer *w) {
+    int failed = w->count > 0 ? writer_flush(w) : 0;
+    Pages *pages = w->pages;
+    pthread_mutex_lock(&pages->lock);
+    if (pages->next == w->end) {
+        pages->next = w->first;
+    } else {
+        for (uint32_t number = w->first; number < w->end && !failed; number++) {
+            if (grow((void **)&pages->unused, &pages->unused_capacity, pages->unused_count,
+                     sizeof(uint32_t)) < 0)
+                failed = -1;
+            else
+                pages->unused[pages->unused_count++] = number;
+        }
+    }
+    pthread_mutex_unlock(&pages->lock);
+    free(w->buffer);
+    *w = (Writer){pages, NULL, 0, 0, 0, w->size};
+    return failed;
+}
+
+/* ---- the table -------------------------------------------------------------------------- */
+
 typedef struct {
     PyObject_HEAD
-    int fd;
     PyObject *path;
-    uint32_t page_size;
-    uint32_t next_page; /* the number the next page written gets */
-    uint8_t *out;       /* pages waiting to be written, in number order */
-    size_t out_size;
+    Pages pages;
+    Writer writer;      /* the calling thread's: table pages */
     uint8_t *leaf;      /* the table leaf being filled */
     int leaf_cells;
     uint32_t leaf_content;
@@ -344,36 +496,9 @@ typedef struct {
     int finished;
 } Builder;
 
-static int builder_fail_os(Builder *self, const char *what) {
-    PyErr_Format(PyExc_OSError, "cannot %s: %s", what, strerror(errno));
-    return -1;
-}
-
-static int flush_out(Builder *self) {
-    size_t done = 0;
-    while (done < self->out_size) {
-        ssize_t n = write(self->fd, self->out + done, self->out_size - done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return builder_fail_os(self, "write");
-        }
-        done += (size_t)n;
-    }
-    self->out_size = 0;
-    return 0;
-}
-
-/* Write one page; returns its number, 0 on error. */
-static uint32_t emit_page(Builder *self, const uint8_t *page) {
-    if (self->out_size + self->page_size > OUT_BUFFER && flush_out(self) < 0) return 0;
-    memcpy(self->out + self->out_size, page, self->page_size);
-    self->out_size += self->page_size;
-    return self->next_page++;
-}
-
 /* Local bytes of a payload of ``size`` on a page (the rest goes to overflow pages). */
-static size_t local_size(Builder *self, size_t size, int index) {
-    size_t usable = self->page_size;
+static size_t local_size(uint32_t page_size, size_t size, int index) {
+    size_t usable = page_size;
     size_t most = index ? (usable - 12) * 64 / 255 - 23 : usable - 35;
     if (size <= most) return size;
     size_t least = (usable - 12) * 32 / 255 - 23;
@@ -383,29 +508,27 @@ static size_t local_size(Builder *self, size_t size, int index) {
 
 /* The cell bytes after any header fields: the local payload and, if it spills, the number
  * of its first overflow page (the overflow pages are written now). */
-static int append_payload(Builder *self, Bytes *cell, const uint8_t *payload, size_t size, int index) {
-    size_t local = local_size(self, size, index);
+static int append_payload(Writer *w, Bytes *cell, const uint8_t *payload, size_t size, int index) {
+    uint32_t page_size = w->pages->page_size;
+    size_t local = local_size(page_size, size, index);
     if (bytes_append(cell, payload, local) < 0) return -1;
     if (local == size) return 0;
     /* Overflow pages are written before the page that points at them, so the chain is
      * written back to front: each page knows its successor's number only once that is
      * written. Numbers are assigned in writing order, so reverse by writing from the end. */
-    size_t per_page = self->page_size - 4;
+    size_t per_page = page_size - 4;
     size_t rest = size - local;
     size_t pages = (rest + per_page - 1) / per_page;
-    uint8_t *page = calloc(1, self->page_size);
-    if (page == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    uint8_t *page = calloc(1, page_size);
+    if (page == NULL) return fail_memory();
     uint32_t next = 0;
     for (size_t i = pages; i-- > 0;) {
         size_t start = local + i * per_page;
         size_t n = size - start < per_page ? size - start : per_page;
-        memset(page, 0, self->page_size);
+        memset(page, 0, page_size);
         put_be(page, next, 4);
         memcpy(page + 4, payload + start, n);
-        next = emit_page(self, page);
+        next = emit_page(w, page);
         if (next == 0) {
             free(page);
             return -1;
@@ -519,12 +642,12 @@ static int row_values(const char *affinity, int count, PyObject *row, Value *val
 static int table_flush_leaf(Builder *self) {
     Page p = {self->leaf, 0, 8, self->leaf_content, self->leaf_cells};
     page_seal(&p, LEAF_TABLE, 0);
-    uint32_t number = emit_page(self, self->leaf);
+    uint32_t number = emit_page(&self->writer, self->leaf);
     if (number == 0) return -1;
     if (children_push(&self->leaves, number, self->rowid) < 0) return -1;
-    memset(self->leaf, 0, self->page_size);
+    memset(self->leaf, 0, self->pages.page_size);
     self->leaf_cells = 0;
-    self->leaf_content = self->page_size;
+    self->leaf_content = self->pages.page_size;
     return 0;
 }
 
@@ -548,7 +671,7 @@ static int add_table_cell(Builder *self, const uint8_t *record, size_t size, int
     uint8_t head[18];
     int n = put_varint(head, size);
     n += put_varint(head + n, (uint64_t)rowid);
-    size_t local = local_size(self, size, 0);
+    size_t local = local_size(self->pages.page_size, size, 0);
     size_t cell_size = (size_t)n + local + (local < size ? 4 : 0);
     Page p = {self->leaf, 0, 8, self->leaf_content, self->leaf_cells};
     if (!page_fits(&p, cell_size)) {
@@ -557,7 +680,7 @@ static int add_table_cell(Builder *self, const uint8_t *record, size_t size, int
     }
     self->cell.size = 0;
     if (bytes_append(&self->cell, head, (size_t)n) < 0) return -1;
-    if (append_payload(self, &self->cell, record, size, 0) < 0) return -1;
+    if (append_payload(&self->writer, &self->cell, record, size, 0) < 0) return -1;
     page_add(&p, self->cell.data, self->cell.size);
     self->leaf_cells = p.cells;
     self->leaf_content = p.content;
@@ -670,6 +793,7 @@ static PyObject *encode_rows(PyObject *module, PyObject *args) {
     free(key.data);
     return result;
 fail:
+    raise_failure();
     Py_DECREF(iterator);
     free(out.data);
     free(record.data);
@@ -713,7 +837,7 @@ truncated:
 }
 
 static PyObject *builder_append_encoded(Builder *self, PyObject *blob) {
-    if (self->finished || self->fd < 0) {
+    if (self->finished || self->pages.fd < 0) {
         PyErr_SetString(PyExc_ValueError, "the table is already finished");
         return NULL;
     }
@@ -722,7 +846,10 @@ static PyObject *builder_append_encoded(Builder *self, PyObject *blob) {
     const uint8_t *p = view.buf;
     int failed = append_encoded_rows(self, p, p + view.len);
     PyBuffer_Release(&view);
-    if (failed) return NULL;
+    if (failed) {
+        raise_failure();
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -730,23 +857,24 @@ static PyObject *builder_append_encoded(Builder *self, PyObject *blob) {
 
 /* Table interior pages over ``level`` (children in order) until one page is left: the root. */
 static uint32_t build_table_interior(Builder *self, Children *level) {
-    uint8_t *data = malloc(self->page_size);
+    uint32_t page_size = self->pages.page_size;
+    uint8_t *data = malloc(page_size);
     if (data == NULL) {
-        PyErr_NoMemory();
+        fail_memory();
         return 0;
     }
     Children next = {0};
     while (level->count > 1) {
         /* A cell is at most 4 + 9 bytes and a 2-byte pointer: spread the children evenly so
          * that no page is left with a single child (an interior page needs a cell). */
-        size_t per_page = (self->page_size - 12) / 15 + 1;
+        size_t per_page = (page_size - 12) / 15 + 1;
         size_t pages = (level->count + per_page - 1) / per_page;
         size_t done = 0;
         next.count = 0;
         for (size_t page = 0; page < pages; page++) {
             size_t take = (level->count - done) / (pages - page);
             Page p;
-            page_init(&p, data, self->page_size, 0, 1);
+            page_init(&p, data, page_size, 0, 1);
             for (size_t i = 0; i + 1 < take; i++) {
                 uint8_t cell[13];
                 Child *c = &level->items[done + i];
@@ -756,7 +884,7 @@ static uint32_t build_table_interior(Builder *self, Children *level) {
             }
             Child *right = &level->items[done + take - 1];
             page_seal(&p, INTERIOR_TABLE, right->page);
-            uint32_t number = emit_page(self, data);
+            uint32_t number = emit_page(&self->writer, data);
             if (number == 0 || children_push(&next, number, right->last) < 0) {
                 free(data);
                 free(next.items);
@@ -803,22 +931,22 @@ static void dividers_free(Dividers *d) {
  */
 typedef const uint8_t *(*CellAt)(void *context, size_t i, size_t *size);
 
-static int pack_index_level(Builder *self, size_t count, CellAt cell_at, void *context,
+static int pack_index_level(Writer *w, size_t count, CellAt cell_at, void *context,
                             const Children *children, Dividers *out) {
     int interior = children != NULL;
     int type = interior ? INTERIOR_INDEX : LEAF_INDEX;
-    uint8_t *data = malloc(self->page_size);
-    uint8_t *moved = malloc(self->page_size);
-    uint8_t *cell = malloc(self->page_size);
+    uint32_t page_size = w->pages->page_size;
+    uint8_t *data = malloc(page_size);
+    uint8_t *moved = malloc(page_size);
+    uint8_t *cell = malloc(page_size);
     if (data == NULL || moved == NULL || cell == NULL) {
         free(data);
         free(moved);
         free(cell);
-        PyErr_NoMemory();
-        return -1;
+        return fail_memory();
     }
     Page p;
-    page_init(&p, data, self->page_size, 0, interior);
+    page_init(&p, data, page_size, 0, interior);
     for (size_t i = 0; i < count; i++) {
         size_t size;
         const uint8_t *payload = cell_at(context, i, &size);
@@ -840,7 +968,7 @@ static int pack_index_level(Builder *self, size_t count, CellAt cell_at, void *c
             /* cells lie from the end of the page down: the last one added starts at
              * ``content`` and ends where the one before it starts */
             const uint8_t *last = page_cell(&p, p.cells - 1);
-            size_t end = p.cells >= 2 ? (size_t)(page_cell(&p, p.cells - 2) - p.data) : self->page_size;
+            size_t end = p.cells >= 2 ? (size_t)(page_cell(&p, p.cells - 2) - p.data) : page_size;
             size_t last_length = end - p.content;
             memcpy(moved, last, last_length);
             memset(p.data + p.content, 0, last_length);
@@ -852,14 +980,14 @@ static int pack_index_level(Builder *self, size_t count, CellAt cell_at, void *c
             divider_size = last_length - (interior ? 4 : 0);
         }
         page_seal(&p, type, right);
-        uint32_t number = emit_page(self, data);
+        uint32_t number = emit_page(w, data);
         if (number == 0 || children_push(&out->pages, number, 0) < 0) goto fail;
         if (dividers_push(out, divider, divider_size) < 0) goto fail;
-        page_init(&p, data, self->page_size, 0, interior);
+        page_init(&p, data, page_size, 0, interior);
         if (back_off) page_add(&p, cell, n); /* else cell i went up as the divider */
     }
     page_seal(&p, type, interior ? children->items[count].page : 0);
-    uint32_t number = emit_page(self, data);
+    uint32_t number = emit_page(w, data);
     if (number == 0 || children_push(&out->pages, number, 0) < 0) goto fail;
     free(data);
     free(moved);
@@ -873,7 +1001,7 @@ fail:
 }
 
 typedef struct {
-    Builder *self;
+    Writer *writer;
     Index *index;
     Bytes scratch;
     Bytes record;
@@ -900,7 +1028,7 @@ static const uint8_t *leaf_key_at(void *context, size_t i, size_t *size) {
     uint8_t head[9];
     int n = put_varint(head, k->record.size);
     if (bytes_append(&k->cell, head, (size_t)n) < 0) return NULL;
-    if (append_payload(k->self, &k->cell, k->record.data, k->record.size, 1) < 0) return NULL;
+    if (append_payload(k->writer, &k->cell, k->record.data, k->record.size, 1) < 0) return NULL;
     *size = k->cell.size;
     return k->cell.data;
 }
@@ -912,30 +1040,8 @@ static const uint8_t *divider_at(void *context, size_t i, size_t *size) {
     return d->cells.data + start;
 }
 
-static int duplicate_error(Builder *self, Index *index, size_t i) {
-    Bytes scratch = {0};
-    Value v;
-    const uint8_t *p = index->keys.data + index->refs[i].offset;
-    PyObject *shown = NULL;
-    if (key_read_value(p, p + index->refs[i].length, &v, &scratch) != NULL) {
-        if (v.kind == 3)
-            shown = PyUnicode_DecodeUTF8((const char *)scratch.data, v.length, "replace");
-        else if (v.kind == 1)
-            shown = PyLong_FromLongLong(v.integer);
-    }
-    free(scratch.data);
-    if (shown == NULL) {
-        PyErr_Clear();
-        shown = Py_None;
-        Py_INCREF(shown);
-    }
-    PyErr_Format(PyExc_ValueError, "two rows have the same unique key %R", shown);
-    Py_DECREF(shown);
-    return -1;
-}
-
 /* Sort an index's keys and write its B-tree; returns the root page, 0 on error. */
-static uint32_t build_index(Builder *self, Index *index) {
+static uint32_t build_index(Writer *w, Index *index) {
     const uint8_t *base = index->keys.data;
     size_t common = 0;
     if (index->count > 0) {
@@ -959,30 +1065,29 @@ static uint32_t build_index(Builder *self, Index *index) {
         for (int b = 0; b < 8; b++) prefix = prefix << 8 | bytes[b];
         r->prefix = prefix;
     }
-    sort_base = base;
-    sort_common = common;
+    SortKeys keys = {base, common};
     for (size_t i = 1; i < index->count && sorted; i++)
-        if (compare_refs(&index->refs[i - 1], &index->refs[i]) > 0) sorted = 0;
-    if (!sorted) qsort(index->refs, index->count, sizeof(KeyRef), compare_refs);
+        if (compare_refs(&index->refs[i - 1], &index->refs[i], &keys) > 0) sorted = 0;
+    if (!sorted) qsort_r(index->refs, index->count, sizeof(KeyRef), compare_refs, &keys);
     if (index->unique) { /* equal keys but for the rowid (its tag and 8 bytes, last) */
         for (size_t i = 1; i < index->count; i++) {
             const KeyRef *a = &index->refs[i - 1], *b = &index->refs[i];
             if (a->length == b->length && memcmp(base + a->offset, base + b->offset, a->length - 9) == 0)
             {
-                duplicate_error(self, index, i);
-                return 0;
+                failure = (Failure){FAIL_DUPLICATE, 0, NULL, index, i};
+                return 0; /* the keys stay, for raise_failure to show */
             }
         }
     }
-    LeafKeys leaf_keys = {self, index, {0}, {0}, {0}, {{0}}};
+    LeafKeys leaf_keys = {w, index, {0}, {0}, {0}, {{0}}};
     Dividers level = {0};
-    int failed = pack_index_level(self, index->count, leaf_key_at, &leaf_keys, NULL, &level);
+    int failed = pack_index_level(w, index->count, leaf_key_at, &leaf_keys, NULL, &level);
     free(leaf_keys.scratch.data);
     free(leaf_keys.record.data);
     free(leaf_keys.cell.data);
     while (!failed && level.pages.count > 1) {
         Dividers up = {0};
-        failed = pack_index_level(self, level.count, divider_at, &level, &level.pages, &up);
+        failed = pack_index_level(w, level.count, divider_at, &level, &level.pages, &up);
         dividers_free(&level);
         level = up;
     }
@@ -1000,26 +1105,29 @@ static uint32_t build_index(Builder *self, Index *index) {
 /* ---- Python type ------------------------------------------------------------------------ */
 
 static void builder_release(Builder *self) {
-    free(self->out);
+    free(self->writer.buffer);
     free(self->leaf);
     free(self->leaves.items);
     free(self->record.data);
     free(self->cell.data);
-    self->out = self->leaf = NULL;
+    free(self->pages.unused);
+    self->writer.buffer = self->leaf = NULL;
     self->leaves.items = NULL;
     self->record.data = self->cell.data = NULL;
+    self->pages.unused = NULL;
     for (int x = 0; x < self->index_count; x++) {
         free(self->indexes[x].keys.data);
         free(self->indexes[x].refs);
         self->indexes[x].keys.data = NULL;
         self->indexes[x].refs = NULL;
     }
-    if (self->fd >= 0) close(self->fd);
-    self->fd = -1;
+    if (self->pages.fd >= 0) close(self->pages.fd);
+    self->pages.fd = -1;
 }
 
 static void builder_dealloc(Builder *self) {
     builder_release(self);
+    pthread_mutex_destroy(&self->pages.lock);
     Py_XDECREF(self->path);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1033,12 +1141,11 @@ static int builder_init(Builder *self, PyObject *args, PyObject *kwargs) {
                                      &affinities, &indexes, &page_size))
         return -1;
     self->path = path;
-    self->fd = -1;
+    self->pages.fd = -1;
     if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1))) {
         PyErr_SetString(PyExc_ValueError, "page_size must be a power of two from 512 to 65536");
         return -1;
     }
-    self->page_size = page_size;
     self->column_count = (int)strlen(affinities);
     if (self->column_count == 0 || self->column_count > MAX_COLUMNS) {
         PyErr_SetString(PyExc_ValueError, "affinities: one letter (T or I) per column, at most 64");
@@ -1088,22 +1195,29 @@ static int builder_init(Builder *self, PyObject *args, PyObject *kwargs) {
         self->index_count++;
     }
     Py_DECREF(seq);
-    self->out = malloc(OUT_BUFFER);
+    self->pages.page_size = page_size;
+    self->pages.next = 2; /* page 1 is written last */
+    if (pthread_mutex_init(&self->pages.lock, NULL) != 0) {
+        PyErr_SetString(PyExc_OSError, "cannot create a lock");
+        return -1;
+    }
     self->leaf = calloc(1, page_size);
-    if (self->out == NULL || self->leaf == NULL) {
+    if (self->leaf == NULL || writer_open(&self->writer, &self->pages) < 0) {
         PyErr_NoMemory();
         return -1;
     }
     self->leaf_content = page_size;
-    self->next_page = 2; /* page 1 is written last */
-    self->fd = open(PyUnicode_AsUTF8(path), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (self->fd < 0) return builder_fail_os(self, "create the file");
-    if (lseek(self->fd, page_size, SEEK_SET) < 0) return builder_fail_os(self, "seek");
+    self->pages.fd = open(PyUnicode_AsUTF8(path), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (self->pages.fd < 0) {
+        fail_os("create the file");
+        raise_failure();
+        return -1;
+    }
     return 0;
 }
 
 static PyObject *builder_append(Builder *self, PyObject *rows) {
-    if (self->finished || self->fd < 0) {
+    if (self->finished || self->pages.fd < 0) {
         PyErr_SetString(PyExc_ValueError, "the table is already finished");
         return NULL;
     }
@@ -1114,6 +1228,7 @@ static PyObject *builder_append(Builder *self, PyObject *rows) {
         int failed = append_row(self, row);
         Py_DECREF(row);
         if (failed) {
+            raise_failure();
             Py_DECREF(iterator);
             return NULL;
         }
@@ -1123,12 +1238,124 @@ static PyObject *builder_append(Builder *self, PyObject *rows) {
     Py_RETURN_NONE;
 }
 
+/* ---- finishing --------------------------------------------------------------------------
+ * The indexes are independent: each is sorted and packed by one of ``threads`` threads (this
+ * one among them), the largest first, without the GIL. At a million records a side their
+ * keys take seconds to sort and pack, while the other core would wait. */
+
+typedef struct {
+    Builder *self;
+    int order[MAX_INDEXES]; /* the indexes, largest first */
+    int next;               /* the next to take */
+    uint32_t *roots;
+    int failed;
+    Failure failure; /* the first failure */
+    pthread_mutex_t lock;
+} IndexWork;
+
+static void *index_worker(void *context) {
+    IndexWork *work = context;
+    Builder *self = work->self;
+    Writer w;
+    int failed = writer_open(&w, &self->pages) < 0;
+    while (!failed) {
+        pthread_mutex_lock(&work->lock);
+        int x = work->failed || work->next == self->index_count ? -1 : work->order[work->next++];
+        pthread_mutex_unlock(&work->lock);
+        if (x < 0) break;
+        work->roots[x] = build_index(&w, &self->indexes[x]);
+        failed = work->roots[x] == 0;
+    }
+    if (w.buffer != NULL && writer_close(&w) < 0) failed = 1;
+    if (failed) {
+        pthread_mutex_lock(&work->lock);
+        if (!work->failed) {
+            work->failed = 1;
+            work->failure = failure;
+        }
+        pthread_mutex_unlock(&work->lock);
+    }
+    return NULL;
+}
+
+/* Build every index into ``roots``; -1 (with ``failure`` set) on error. */
+static int build_indexes(Builder *self, int threads, uint32_t *roots) {
+    IndexWork work = {self, {0}, 0, roots, 0, {0}, PTHREAD_MUTEX_INITIALIZER};
+    int count = self->index_count;
+    for (int i = 0; i < count; i++) { /* insertion sort by key bytes, largest first */
+        int x = i;
+        for (; x > 0 && self->indexes[work.order[x - 1]].keys.size < self->indexes[i].keys.size; x--)
+            work.order[x] = work.order[x - 1];
+        work.order[x] = i;
+    }
+    int extra = threads - 1 < count - 1 ? threads - 1 : count - 1;
+    pthread_t ids[MAX_INDEXES];
+    int started = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (started < extra && pthread_create(&ids[started], NULL, index_worker, &work) == 0) started++;
+    index_worker(&work); /* fewer threads started than asked: still done, only slower */
+    for (int i = 0; i < started; i++) pthread_join(ids[i], NULL);
+    Py_END_ALLOW_THREADS
+    pthread_mutex_destroy(&work.lock);
+    if (work.failed) {
+        failure = work.failure;
+        return -1;
+    }
+    return 0;
+}
+
+static int compare_numbers(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Put the page numbers taken and left unused on the freelist (trunk pages listing leaf
+ * pages); those at the end of the file are dropped instead. */
+static int write_freelist(Pages *pages, uint32_t *free_pages, uint32_t *first_trunk) {
+    size_t count = pages->unused_count;
+    qsort(pages->unused, count, sizeof(uint32_t), compare_numbers);
+    while (count > 0 && pages->unused[count - 1] == pages->next - 1) {
+        count--;
+        pages->next--;
+    }
+    *free_pages = (uint32_t)count;
+    *first_trunk = count ? pages->unused[0] : 0;
+    /* SQLite reads up to page_size / 4 - 2 leaves per trunk, and writes 6 fewer */
+    size_t per_trunk = pages->page_size / 4 - 8;
+    uint8_t *trunk = calloc(1, pages->page_size);
+    if (trunk == NULL) return fail_memory();
+    for (size_t i = 0; i < count;) {
+        size_t leaves = count - i - 1 < per_trunk ? count - i - 1 : per_trunk;
+        uint32_t number = pages->unused[i];
+        size_t next = i + 1 + leaves;
+        memset(trunk, 0, pages->page_size);
+        put_be(trunk, next < count ? pages->unused[next] : 0, 4);
+        put_be(trunk + 4, leaves, 4);
+        for (size_t l = 0; l < leaves; l++) put_be(trunk + 8 + 4 * l, pages->unused[i + 1 + l], 4);
+        ssize_t written;
+        do {
+            written = pwrite(pages->fd, trunk, pages->page_size, (off_t)(number - 1) * pages->page_size);
+        } while (written < 0 && errno == EINTR);
+        if (written != (ssize_t)pages->page_size) {
+            if (written >= 0) errno = EIO;
+            free(trunk);
+            return fail_os("write the freelist");
+        }
+        i = next;
+    }
+    free(trunk);
+    return 0;
+}
+
 /* sqlite_schema rows: (type, name, tbl_name, sql) for the table, then one per index. */
-static PyObject *builder_finish(Builder *self, PyObject *args) {
+static PyObject *builder_finish(Builder *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"schema_rows", "sqlite_version", "threads", NULL};
     PyObject *schema_rows;
     unsigned int version;
-    if (!PyArg_ParseTuple(args, "OI", &schema_rows, &version)) return NULL;
-    if (self->finished || self->fd < 0) {
+    int threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OI|i", keywords, &schema_rows, &version, &threads))
+        return NULL;
+    if (self->finished || self->pages.fd < 0) {
         PyErr_SetString(PyExc_ValueError, "the table is already finished");
         return NULL;
     }
@@ -1140,26 +1367,25 @@ static PyObject *builder_finish(Builder *self, PyObject *args) {
         return NULL;
     }
     uint32_t roots[MAX_INDEXES + 1];
+    uint32_t page_size = self->pages.page_size;
     uint8_t *page1 = NULL;
     Bytes record = {0};
     /* the table: its last leaf (even empty: an empty table is one empty leaf) */
     if (self->leaf_cells > 0 || self->leaves.count == 0)
         if (table_flush_leaf(self) < 0) goto fail;
     roots[0] = build_table_interior(self, &self->leaves);
-    if (roots[0] == 0) goto fail;
-    for (int x = 0; x < self->index_count; x++) {
-        roots[x + 1] = build_index(self, &self->indexes[x]);
-        if (roots[x + 1] == 0) goto fail;
-    }
-    if (flush_out(self) < 0) goto fail;
-    /* page 1: the database header and sqlite_schema */
-    page1 = calloc(1, self->page_size);
+    if (roots[0] == 0 || writer_close(&self->writer) < 0) goto fail;
+    if (build_indexes(self, threads, roots + 1) < 0) goto fail;
+    page1 = calloc(1, page_size);
     if (page1 == NULL) {
-        PyErr_NoMemory();
+        fail_memory();
         goto fail;
     }
+    uint32_t free_pages = 0, first_trunk = 0;
+    if (write_freelist(&self->pages, &free_pages, &first_trunk) < 0) goto fail;
+    /* page 1: the database header and sqlite_schema */
     Page p;
-    page_init(&p, page1, self->page_size, 100, 0);
+    page_init(&p, page1, page_size, 100, 0);
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *type, *name, *table, *sql;
         if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "UUUO", &type, &name, &table, &sql)) goto fail;
@@ -1195,7 +1421,7 @@ static PyObject *builder_finish(Builder *self, PyObject *args) {
     }
     page_seal(&p, LEAF_TABLE, 0);
     memcpy(page1, "SQLite format 3", 16);
-    put_be(page1 + 16, self->page_size == 65536 ? 1 : self->page_size, 2);
+    put_be(page1 + 16, page_size == 65536 ? 1 : page_size, 2);
     page1[18] = 1;  /* rollback journal (legacy) for writing and reading */
     page1[19] = 1;
     page1[20] = 0;  /* no reserved bytes per page */
@@ -1203,7 +1429,9 @@ static PyObject *builder_finish(Builder *self, PyObject *args) {
     page1[22] = 32;
     page1[23] = 32;
     put_be(page1 + 24, 1, 4);               /* file change counter */
-    put_be(page1 + 28, self->next_page - 1, 4); /* pages in the file */
+    put_be(page1 + 28, self->pages.next - 1, 4); /* pages in the file */
+    put_be(page1 + 32, first_trunk, 4);            /* the freelist */
+    put_be(page1 + 36, free_pages, 4);
     put_be(page1 + 40, 1, 4);               /* schema cookie */
     put_be(page1 + 44, 4, 4);               /* schema format */
     put_be(page1 + 56, 1, 4);               /* UTF-8 */
@@ -1211,19 +1439,19 @@ static PyObject *builder_finish(Builder *self, PyObject *args) {
     put_be(page1 + 96, version, 4);
     ssize_t written;
     do {
-        written = pwrite(self->fd, page1, self->page_size, 0);
+        written = pwrite(self->pages.fd, page1, page_size, 0);
     } while (written < 0 && errno == EINTR);
-    if (written != (ssize_t)self->page_size) {
+    if (written != (ssize_t)page_size) {
         if (written >= 0) errno = EIO;
-        builder_fail_os(self, "write the first page");
+        fail_os("write the first page");
         goto fail;
     }
-    if (close(self->fd) < 0) {
-        self->fd = -1;
-        builder_fail_os(self, "close");
+    int fd = self->pages.fd;
+    self->pages.fd = -1;
+    if (close(fd) < 0) {
+        fail_os("close");
         goto fail;
     }
-    self->fd = -1;
     self->finished = 1;
     free(page1);
     free(record.data);
@@ -1231,6 +1459,7 @@ static PyObject *builder_finish(Builder *self, PyObject *args) {
     builder_release(self);
     Py_RETURN_NONE;
 fail:
+    raise_failure(); /* before the release: a duplicate key is shown from its index */
     free(page1);
     free(record.data);
     Py_DECREF(seq);
@@ -1252,8 +1481,9 @@ static PyMethodDef builder_methods[] = {
      "append(rows): add rows (tuples), numbered on from the last rowid"},
     {"append_encoded", (PyCFunction)builder_append_encoded, METH_O,
      "append_encoded(encoded): add rows encoded by encode_rows, numbered on"},
-    {"finish", (PyCFunction)builder_finish, METH_VARARGS,
-     "finish(schema_rows, sqlite_version): write the indexes and page 1, close the file"},
+    {"finish", (PyCFunction)(void (*)(void))builder_finish, METH_VARARGS | METH_KEYWORDS,
+     "finish(schema_rows, sqlite_version, threads=1): write the indexes (on ``threads`` threads) "
+     "and page 1, close the file"},
     {"close", (PyCFunction)builder_close, METH_NOARGS, "close(): give up (the caller removes the file)"},
     {NULL},
 };

@@ -15,6 +15,7 @@ SQLite itself, so the file is what that DDL would have made.
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -25,6 +26,12 @@ from graphboard.store import _btree, schema
 
 ROW_ID = schema.TB_NODES_COLUMNS.index("id")
 ROW_LINK = schema.TB_NODES_COLUMNS.index("matched_node_link")
+
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def open_db(path: Path) -> sqlite3.Connection:
@@ -156,7 +163,9 @@ class PartFile:  # a statements.NodeWriter
         self._release_held()
         self._nodes_done = True
         try:
-            self._table.finish(self._schema_rows, _sqlite_version())
+            # one thread per core: when the last rows are in, the other processes of a
+            # build are at their lightest (summaries), and the indexes are independent
+            self._table.finish(self._schema_rows, _sqlite_version(), threads=_cores())
         except (OSError, ValueError) as error:
             raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
 
