@@ -5,14 +5,18 @@ statistic), same order, for every record of the real dumps and for the odd leave
 from __future__ import annotations
 
 import json
+import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from fixture_cases import FIXTURES, fixture_path
+from graphboard.dump import _records
 from graphboard.dump.jsonio import DumpFile
-from graphboard.dump.records import Param, Role, parse_record, parse_record_in_python
+from graphboard.dump.records import Param, Role, _shapes, parse_record, parse_record_in_python
+from graphboard.graph.builder import DumpRecords
 
 
 def _strict(params: list[Param]) -> list[tuple[tuple[str, str], ...]]:
@@ -118,3 +122,69 @@ def test_records_the_compiled_path_declines_go_to_the_python_rules(
     except Exception as error:
         got = repr(error)
     assert got == expected
+
+
+# ---- handing records to another process (pack_params / unpack_params) -------------------
+
+
+def _round_trip(params: dict[str, list[Param]]) -> dict[str, list[Param]]:
+    back = _records.unpack_params(_records.pack_params(params))
+    assert list(back) == list(params)
+    for name, values in params.items():
+        assert _strict(back[name]) == _strict(values), name
+        for before, after in zip(values, back[name], strict=True):
+            assert after.role is before.role
+            if after.shape is not None:  # one tuple per distinct shape, as parsing keeps them
+                assert _shapes[after.shape] is after.shape
+            assert sys.intern(after.key) is after.key
+    return back
+
+
+def test_every_real_dump_is_handed_over_exactly() -> None:
+    fixture_path()  # skips without ../shared
+    for path in sorted(FIXTURES.rglob("dump.json")):
+        records = DumpRecords(path)
+        _round_trip(records.params)
+        back = pickle.loads(pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL))
+        assert (back.task, back.level, back.framework, back.dump_data_dir, back.has_md5) == (
+            records.task,
+            records.level,
+            records.framework,
+            records.dump_data_dir,
+            records.has_md5,
+        )
+        assert back.batch_p2p == records.batch_p2p
+        assert _strict([p for ps in back.params.values() for p in ps]) == _strict(
+            [p for ps in records.params.values() for p in ps]
+        )
+
+
+def test_odd_values_are_handed_over_exactly(tmp_path: Path) -> None:
+    odd = [
+        Param("input.0", Role.INPUT, value=2**70, extra={"group_ranks": [0, 1], "op": None}),
+        Param("input.1", Role.INPUT, "int", "<class 'int'>", (), -(2**63), 2**63 - 1, 0, -1),
+        Param("output.0", Role.OUTPUT, max=float("nan"), min=float("-inf"), mean="文字", norm=""),
+        Param("weight", Role.PARAMETERS_GRAD, shape=(2, None, 3), value=[1.5, "x", [True]]),
+        Param("input.2", Role.INPUT, value=(1, (2, "a")), requires_grad=False, is_tensor=True),
+    ]
+    params = {"Module.m.M.forward.0": odd, "Functional.relu.0.forward": [], "文字": odd[:1]}
+    for record in (
+        {"input_args": [_tensor(Max=1.5, Min=-1, Mean=0.0, Norm=True, md5="ab", group_ranks=[0])]},
+        {"input_args": [None, 3, "text", {"type": "slice", "value": [1, 2, None]}]},
+    ):
+        params[f"Module.r{len(params)}.forward.0"] = parse_record("r", record, tmp_path)
+    back = _round_trip(params)
+    assert back["Module.m.M.forward.0"][0].value == 2**70
+
+
+def test_a_damaged_pack_is_an_error_not_a_crash() -> None:
+    packed = _records.pack_params(
+        {"a": [Param("input.0", Role.INPUT, "t", "d", (1,), 1.0, 2, "x", None)], "b": []}
+    )
+    for end in range(len(packed)):
+        with pytest.raises(ValueError, match="packed Params"):
+            _records.unpack_params(packed[:end])
+    with pytest.raises(ValueError, match="packed Params"):
+        _records.unpack_params(packed + b"\x00")
+    with pytest.raises(TypeError, match="expected a list"):
+        _records.pack_params({"a": (Param("k", Role.INPUT),)})

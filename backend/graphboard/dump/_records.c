@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <marshal.h>
 #include <structmember.h>
 
 enum {
@@ -30,15 +31,21 @@ static PyObject *leaf_fields; /* frozenset of the leaf fields a Param holds */
 static PyObject *flatten;     /* records._flatten */
 static PyObject *shapes;      /* records._shapes: one tuple per distinct shape */
 static PyObject *index_keys;  /* dict (prefix, index) -> interned "prefix.index" */
+static PyObject *roles;       /* tuple of the Role members, as pack_params numbers them */
 
 static PyObject *s_type, *s_dtype, *s_shape, *s_max, *s_min, *s_mean, *s_norm,
     *s_requires_grad, *s_md5, *s_data_name, *one;
 
 static PyObject *configure(PyObject *module, PyObject *args) {
-    PyObject *type, *fields_set, *flatten_fn, *shape_cache, *section_table;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!", &PyType_Type, &type, &PyFrozenSet_Type, &fields_set,
-                          &flatten_fn, &PyDict_Type, &shape_cache, &PyTuple_Type, &section_table))
+    PyObject *type, *fields_set, *flatten_fn, *shape_cache, *section_table, *role_table;
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!O!", &PyType_Type, &type, &PyFrozenSet_Type, &fields_set,
+                          &flatten_fn, &PyDict_Type, &shape_cache, &PyTuple_Type, &section_table,
+                          &PyTuple_Type, &role_table))
         return NULL;
+    if (PyTuple_GET_SIZE(role_table) > 255) {
+        PyErr_SetString(PyExc_ValueError, "at most 255 roles");
+        return NULL;
+    }
     for (int f = 0; f < F_COUNT; f++) {
         PyObject *name = PyUnicode_InternFromString(field_names[f]);
         if (name == NULL) return NULL;
@@ -56,6 +63,7 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     Py_XSETREF(flatten, Py_NewRef(flatten_fn));
     Py_XSETREF(shapes, Py_NewRef(shape_cache));
     Py_XSETREF(sections, Py_NewRef(section_table));
+    Py_XSETREF(roles, Py_NewRef(role_table));
     if (index_keys == NULL && (index_keys = PyDict_New()) == NULL) return NULL;
     Py_RETURN_NONE;
 }
@@ -249,9 +257,315 @@ fail:
     return NULL;
 }
 
+/* ---- handing records to another process ----------------------------------------------
+ * A compare's writing process parses the golden dump.json and hands its Params to the
+ * reading process. Pickled as tuples and rebuilt through Param's __init__ that cost both
+ * processes as much as parsing a third of the file again (at a million records, 5.5 s to
+ * send and 3.6 s to take, on the critical path). pack_params writes each Param's fields as
+ * tagged values, every distinct string once (later uses refer back to it); unpack_params
+ * fills new Params' slots from that. Values JSON can hold beyond those Params usually carry
+ * (the odd leaf's value or extra fields) go through marshal. */
+
+enum {
+    V_NONE, V_TRUE, V_FALSE, V_FLOAT, V_INT, V_TEXT, V_TEXT_AGAIN, V_TUPLE, V_ROLE, V_MARSHAL
+};
+
+typedef struct {
+    PyObject *bytes; /* grown as needed, cut to size at the end */
+    Py_ssize_t size;
+    PyObject *texts; /* dict str -> its number */
+} Packer;
+
+static char *pack_room(Packer *p, Py_ssize_t n) {
+    Py_ssize_t capacity = PyBytes_GET_SIZE(p->bytes);
+    if (p->size + n > capacity) {
+        while (p->size + n > capacity) capacity *= 2;
+        if (_PyBytes_Resize(&p->bytes, capacity) < 0) return NULL;
+    }
+    char *at = PyBytes_AS_STRING(p->bytes) + p->size;
+    p->size += n;
+    return at;
+}
+
+static int pack_count(Packer *p, size_t n) { /* a varint */
+    char *at = pack_room(p, 10);
+    if (at == NULL) return -1;
+    Py_ssize_t used = 0;
+    do {
+        unsigned char byte = n & 0x7f;
+        n >>= 7;
+        at[used++] = (char)(byte | (n ? 0x80 : 0));
+    } while (n);
+    p->size -= 10 - used;
+    return 0;
+}
+
+static int pack_tag(Packer *p, int tag, const void *body, Py_ssize_t n) {
+    char *at = pack_room(p, 1 + n);
+    if (at == NULL) return -1;
+    at[0] = (char)tag;
+    if (n) memcpy(at + 1, body, (size_t)n);
+    return 0;
+}
+
+static int pack_value(Packer *p, PyObject *value) {
+    if (value == Py_None) return pack_tag(p, V_NONE, NULL, 0);
+    if (value == Py_True) return pack_tag(p, V_TRUE, NULL, 0);
+    if (value == Py_False) return pack_tag(p, V_FALSE, NULL, 0);
+    if (PyFloat_CheckExact(value)) {
+        double d = PyFloat_AS_DOUBLE(value);
+        return pack_tag(p, V_FLOAT, &d, 8);
+    }
+    if (PyUnicode_CheckExact(value)) {
+        PyObject *known = PyDict_GetItemWithError(p->texts, value);
+        if (known != NULL) {
+            if (pack_tag(p, V_TEXT_AGAIN, NULL, 0) < 0) return -1;
+            return pack_count(p, PyLong_AsSize_t(known));
+        }
+        if (PyErr_Occurred()) return -1;
+        PyObject *number = PyLong_FromSsize_t(PyDict_GET_SIZE(p->texts));
+        if (number == NULL || PyDict_SetItem(p->texts, value, number) < 0) {
+            Py_XDECREF(number);
+            return -1;
+        }
+        Py_DECREF(number);
+        Py_ssize_t length;
+        const char *text = PyUnicode_AsUTF8AndSize(value, &length);
+        if (text == NULL || pack_tag(p, V_TEXT, NULL, 0) < 0 || pack_count(p, (size_t)length) < 0)
+            return -1;
+        char *at = pack_room(p, length);
+        if (at == NULL) return -1;
+        memcpy(at, text, (size_t)length);
+        return 0;
+    }
+    if (PyLong_CheckExact(value)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (n == -1 && PyErr_Occurred()) return -1;
+        if (!overflow) return pack_tag(p, V_INT, &n, 8);
+    } else if (PyTuple_CheckExact(value)) {
+        if (pack_tag(p, V_TUPLE, NULL, 0) < 0 || pack_count(p, (size_t)PyTuple_GET_SIZE(value)) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); i++)
+            if (pack_value(p, PyTuple_GET_ITEM(value, i)) < 0) return -1;
+        return 0;
+    } else {
+        for (Py_ssize_t r = 0; r < PyTuple_GET_SIZE(roles); r++) {
+            if (value == PyTuple_GET_ITEM(roles, r)) {
+                unsigned char number = (unsigned char)r;
+                return pack_tag(p, V_ROLE, &number, 1);
+            }
+        }
+    }
+    PyObject *blob = PyMarshal_WriteObjectToString(value, Py_MARSHAL_VERSION);
+    if (blob == NULL) return -1;
+    int failed = pack_tag(p, V_MARSHAL, NULL, 0) < 0 || pack_count(p, (size_t)PyBytes_GET_SIZE(blob)) < 0;
+    char *at = failed ? NULL : pack_room(p, PyBytes_GET_SIZE(blob));
+    if (at != NULL) memcpy(at, PyBytes_AS_STRING(blob), (size_t)PyBytes_GET_SIZE(blob));
+    Py_DECREF(blob);
+    return at == NULL ? -1 : 0;
+}
+
+/* pack_params({name: [Param, ...]}) -> bytes */
+static PyObject *pack_params(PyObject *module, PyObject *records) {
+    if (param_type == NULL || !PyDict_CheckExact(records)) {
+        PyErr_SetString(PyExc_TypeError, "pack_params({name: [Param, ...]}), once configured");
+        return NULL;
+    }
+    Packer p = {PyBytes_FromStringAndSize(NULL, 1 << 16), 0, PyDict_New()};
+    if (p.bytes == NULL || p.texts == NULL) goto fail;
+    if (pack_count(&p, (size_t)PyDict_GET_SIZE(records)) < 0) goto fail;
+    PyObject *name, *params;
+    Py_ssize_t position = 0;
+    while (PyDict_Next(records, &position, &name, &params)) {
+        if (!PyList_CheckExact(params)) {
+            PyErr_Format(PyExc_TypeError, "the Params of %R: expected a list", name);
+            goto fail;
+        }
+        if (pack_value(&p, name) < 0 || pack_count(&p, (size_t)PyList_GET_SIZE(params)) < 0) goto fail;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(params); i++) {
+            PyObject *param = PyList_GET_ITEM(params, i);
+            if (!Py_IS_TYPE(param, param_type)) {
+                PyErr_Format(PyExc_TypeError, "a Param of %R is a %s", name, Py_TYPE(param)->tp_name);
+                goto fail;
+            }
+            for (int f = 0; f < F_COUNT; f++) {
+                PyObject *value = *(PyObject **)((char *)param + offsets[f]);
+                if (value == NULL) {
+                    PyErr_Format(PyExc_ValueError, "a Param of %R has no %s", name, field_names[f]);
+                    goto fail;
+                }
+                if (pack_value(&p, value) < 0) goto fail;
+            }
+        }
+    }
+    Py_DECREF(p.texts);
+    if (_PyBytes_Resize(&p.bytes, p.size) < 0) return NULL;
+    return p.bytes;
+fail:
+    Py_XDECREF(p.bytes);
+    Py_XDECREF(p.texts);
+    return NULL;
+}
+
+typedef struct {
+    const unsigned char *at, *end;
+    PyObject *texts; /* list: the strings so far, by number */
+} Unpacker;
+
+static int truncated(void) {
+    PyErr_SetString(PyExc_ValueError, "packed Params end too soon, or hold an unknown tag");
+    return -1;
+}
+
+static int unpack_count(Unpacker *u, size_t *n) {
+    size_t value = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (u->at == u->end) return truncated();
+        unsigned char byte = *u->at++;
+        value |= (size_t)(byte & 0x7f) << shift;
+        if (!(byte & 0x80)) {
+            *n = value;
+            return 0;
+        }
+    }
+    return truncated();
+}
+
+static PyObject *unpack_value(Unpacker *u, int intern) {
+    if (u->at == u->end) return truncated(), NULL;
+    int tag = *u->at++;
+    size_t n;
+    switch (tag) {
+    case V_NONE: return Py_NewRef(Py_None);
+    case V_TRUE: return Py_NewRef(Py_True);
+    case V_FALSE: return Py_NewRef(Py_False);
+    case V_FLOAT:
+    case V_INT: {
+        if (u->end - u->at < 8) return truncated(), NULL;
+        char body[8];
+        memcpy(body, u->at, 8);
+        u->at += 8;
+        if (tag == V_INT) {
+            long long integer;
+            memcpy(&integer, body, 8);
+            return PyLong_FromLongLong(integer);
+        }
+        double d;
+        memcpy(&d, body, 8);
+        return PyFloat_FromDouble(d);
+    }
+    case V_TEXT: {
+        if (unpack_count(u, &n) < 0) return NULL;
+        if ((size_t)(u->end - u->at) < n) return truncated(), NULL;
+        PyObject *text = PyUnicode_DecodeUTF8((const char *)u->at, (Py_ssize_t)n, "strict");
+        u->at += n;
+        if (text == NULL) return NULL;
+        if (intern) PyUnicode_InternInPlace(&text);
+        if (PyList_Append(u->texts, text) < 0) Py_CLEAR(text);
+        return text;
+    }
+    case V_TEXT_AGAIN:
+        if (unpack_count(u, &n) < 0) return NULL;
+        if (n >= (size_t)PyList_GET_SIZE(u->texts)) return truncated(), NULL;
+        return Py_NewRef(PyList_GET_ITEM(u->texts, (Py_ssize_t)n));
+    case V_TUPLE: {
+        if (unpack_count(u, &n) < 0) return NULL;
+        if ((size_t)(u->end - u->at) < n) return truncated(), NULL;
+        PyObject *tuple = PyTuple_New((Py_ssize_t)n);
+        if (tuple == NULL) return NULL;
+        for (size_t i = 0; i < n; i++) {
+            PyObject *item = unpack_value(u, 0);
+            if (item == NULL) {
+                Py_DECREF(tuple);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(tuple, (Py_ssize_t)i, item);
+        }
+        return tuple;
+    }
+    case V_ROLE:
+        if (u->at == u->end || *u->at >= PyTuple_GET_SIZE(roles)) return truncated(), NULL;
+        return Py_NewRef(PyTuple_GET_ITEM(roles, *u->at++));
+    case V_MARSHAL: {
+        if (unpack_count(u, &n) < 0) return NULL;
+        if ((size_t)(u->end - u->at) < n) return truncated(), NULL;
+        PyObject *value = PyMarshal_ReadObjectFromString((const char *)u->at, (Py_ssize_t)n);
+        u->at += n;
+        return value;
+    }
+    }
+    return truncated(), NULL;
+}
+
+/* A shape as records._shape keeps it: one tuple per distinct shape. */
+static PyObject *shared_shape(PyObject *shape /* stolen */) {
+    if (shape == NULL || !PyTuple_CheckExact(shape)) return shape;
+    PyObject *known = PyDict_SetDefault(shapes, shape, shape); /* borrowed */
+    Py_XINCREF(known);
+    Py_DECREF(shape);
+    return known;
+}
+
+/* unpack_params(bytes) -> {name: [Param, ...]}, the dict pack_params was given */
+static PyObject *unpack_params(PyObject *module, PyObject *packed) {
+    if (param_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_records.configure was not called");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(packed, &view, PyBUF_SIMPLE) < 0) return NULL;
+    Unpacker u = {view.buf, (const unsigned char *)view.buf + view.len, PyList_New(0)};
+    PyObject *records = PyDict_New();
+    size_t count;
+    if (u.texts == NULL || records == NULL || unpack_count(&u, &count) < 0) goto fail;
+    for (size_t r = 0; r < count; r++) {
+        PyObject *name = unpack_value(&u, 0);
+        size_t length;
+        if (name == NULL) goto fail;
+        PyObject *params = unpack_count(&u, &length) < 0 ? NULL : PyList_New(0);
+        if (params == NULL || PyDict_SetItem(records, name, params) < 0) {
+            Py_DECREF(name);
+            Py_XDECREF(params);
+            goto fail;
+        }
+        Py_DECREF(name);
+        Py_DECREF(params); /* the dict holds it */
+        for (size_t i = 0; i < length; i++) {
+            PyObject *param = param_type->tp_alloc(param_type, 0);
+            if (param == NULL) goto fail;
+            for (int f = 0; f < F_COUNT; f++) {
+                PyObject *value = unpack_value(&u, f == F_KEY || f == F_DTYPE);
+                if (f == F_SHAPE) value = shared_shape(value);
+                if (set_field(param, f, value) < 0) {
+                    Py_DECREF(param);
+                    goto fail;
+                }
+            }
+            int failed = PyList_Append(params, param);
+            Py_DECREF(param);
+            if (failed) goto fail;
+        }
+    }
+    if (u.at != u.end) {
+        truncated();
+        goto fail;
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(u.texts);
+    return records;
+fail:
+    PyBuffer_Release(&view);
+    Py_XDECREF(u.texts);
+    Py_XDECREF(records);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(Param, leaf_fields, flatten, shapes, sections): set once by records.py"},
+     "configure(Param, leaf_fields, flatten, shapes, sections, roles): set once by records.py"},
+    {"pack_params", pack_params, METH_O, "pack_params({name: [Param, ...]}) -> bytes"},
+    {"unpack_params", unpack_params, METH_O, "unpack_params(bytes) -> {name: [Param, ...]}"},
     {"parse_sections", (PyCFunction)(void (*)(void))parse_sections, METH_FASTCALL,
      "parse_sections(record, path, name): the record's Params, or None for records.py"},
     {NULL},

@@ -205,7 +205,7 @@ def _flatten(
         out.append(_leaf(key, role, {"type": type(value).__name__, "value": value}))
 
 
-_records.configure(Param, LEAF_FIELDS, _flatten, _shapes, _SECTIONS)
+_records.configure(Param, LEAF_FIELDS, _flatten, _shapes, _SECTIONS, tuple(Role))
 
 
 def parse_record(name: str, record: Any, path: Path) -> list[Param]:
