@@ -85,6 +85,8 @@ class Param:
 
 
 def is_parameters_grad(name: str) -> bool:
+    if "parameters_grad" not in name:  # nearly every record: one substring search
+        return False
     segments = name.rsplit(".", 2)
     return segments[-1] == "parameters_grad" or (
         len(segments) > 1 and segments[-2] == "parameters_grad"

@@ -52,14 +52,16 @@ class DumpRecords:
         dump = DumpFile(path)
         self.params: dict[str, list[Param]] = {}
         self.batch_p2p: dict[str, list[dict[str, object]]] = {}
-        self.has_md5 = False
         for name, record in dump.records():
-            params = parse_record(name, record, path)
-            self.params[name] = params
+            self.params[name] = parse_record(name, record, path)
             if "batch_isend_irecv" in name:
                 self.batch_p2p[name] = batch_p2p_ops(record)
-            if not self.has_md5:
-                self.has_md5 = any(param.md5 is not None and param.is_tensor for param in params)
+        # one scan, after: a statistics dump has no md5 to stop it early
+        self.has_md5 = any(
+            param.md5 is not None and param.is_tensor
+            for params in self.params.values()
+            for param in params
+        )
         header = dump.header
         self.task = header.get("task")
         self.level = header.get("level")
@@ -141,8 +143,10 @@ class _Builder:
         if node is not None:
             return node
         node = Node(name, node_type_of(name), params=self.records.params.get(name))
-        node.batch_p2p = self.records.batch_p2p.get(name)
-        node.stack = self._stack(name)
+        if self.records.batch_p2p:
+            node.batch_p2p = self.records.batch_p2p.get(name)
+        stack = self.stacks.get(name)  # the common case, before _stack's search
+        node.stack = stack if stack is not None else self._stack(name)
         if self.construct.micro_steps is not None:
             node.micro_step = self.construct.micro_steps.get(name, 0)
         self.nodes[name] = node

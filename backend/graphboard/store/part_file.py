@@ -138,6 +138,9 @@ class PartFile:  # a statements.NodeWriter
 
     def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
         """Set matched_node_link of held rows: (link, id) pairs."""
+        if not corrections:  # the common case: every provisional link held (1M rows: 0.8 s)
+            self._release_held()
+            return
         position = {row[ROW_ID]: index for index, row in enumerate(self._held)}
         for link, row_id in corrections:
             try:
