@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -222,20 +223,52 @@ def _broken_half(part: NodeWriter) -> None:
     raise RuntimeError("the helper broke")
 
 
-def _in_two_in_order(path: Path) -> tuple[bool, list[tuple[int]]]:
+def _in_two_in_order(path: Path) -> tuple[bool, bool, bool, list[tuple[int]], list[tuple[str]]]:
     writer_process = InsertProcess(path, PartFile)
     forks = can_fork()
+    switch = sys.getswitchinterval()
     writer_process.in_two(_first_half, _second_half)
+    draining = writer_process._drain is not None  # the held calls go out from a thread
+    # sent while they may still be going out: these queue behind them
+    writer_process.insert_nodes(node_row(n) for n in range(BATCH_ROWS * 5, BATCH_ROWS * 6))
+    writer_process.execute("INSERT INTO tb_stack VALUES (?, ?)", ("after", "[]"))
     writer_process.close()
+    restored = sys.getswitchinterval() == switch
     with sqlite3.connect(path) as conn:
-        return forks, conn.execute("SELECT node_order FROM tb_nodes ORDER BY rowid").fetchall()
+        orders = conn.execute("SELECT node_order FROM tb_nodes ORDER BY rowid").fetchall()
+        stacks = conn.execute("SELECT id FROM tb_stack").fetchall()
+    return forks, draining, restored, orders, stacks
 
 
 def test_work_in_two_arrives_in_order_as_if_done_one_after_the_other(tmp_path: Path) -> None:
     # in a fresh interpreter: the test session's threads would keep in_two from forking
-    forked, orders = _in_fresh_process(_in_two_in_order, tmp_path / "two.db")
-    assert forked
-    assert orders == [(n,) for n in range(BATCH_ROWS * 5)]
+    forked, draining, restored, orders, stacks = _in_fresh_process(
+        _in_two_in_order, tmp_path / "two.db"
+    )
+    assert forked and draining and restored
+    assert orders == [(n,) for n in range(BATCH_ROWS * 6)]
+    assert stacks == [("after",)]
+
+
+def _writer_killed_after_in_two(path: Path) -> str:
+    writer_process = InsertProcess(path, PartFile)
+    writer_process.in_two(_first_half, _second_half)
+    assert writer_process._pid is not None
+    os.kill(writer_process._pid, signal.SIGKILL)
+    writer_process.execute("SELECT 1")  # queued behind the held calls, never read
+    try:
+        writer_process.close()
+    except StoreError as error:
+        return str(error)
+    return ""
+
+
+def test_a_writer_gone_while_held_calls_go_out_is_reported_not_waited_for(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gone.db"
+    message = _in_fresh_process(_writer_killed_after_in_two, path)
+    assert message == f"{path}: the process writing the database failed: status 9"
 
 
 def _failing_helper(path: Path) -> tuple[str, bool, bool]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
@@ -23,6 +24,7 @@ from itertools import islice
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, NoReturn, TypeVar, cast
 
 from graphboard.errors import StoreError
@@ -32,6 +34,10 @@ from graphboard.store.statements import NodeWriter
 # that the child starts on them soon and the parent's buffers stay small (~2 MB a batch).
 BATCH_ROWS = 500
 PIPE_BYTES = 1024 * 1024  # Linux's default ceiling for an unprivileged process
+
+# While a thread writes in_two's held calls, this process hands it the GIL this often (the
+# default, 5 ms, would let the writing process run dry between two batches of ~1 MB).
+DRAIN_SWITCH_SECONDS = 0.0005
 
 
 T = TypeVar("T")
@@ -85,6 +91,7 @@ class InsertProcess:
         self._sender = sender
         self._status = status_receiver
         self._held: list[bytes] | None = None  # see in_two
+        self._drain: _Drain | None = None
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
         self._send("execute", (sql, tuple(parameters)))
@@ -121,12 +128,14 @@ class InsertProcess:
 
         ``first`` runs in a helper forked from this process, sharing everything it has built,
         and sends its calls straight to the writing process. ``second`` runs here meanwhile,
-        its calls pickled and held until the helper is done, then sent: the part gets them
-        in order. For work on what this process holds (scoring and formatting a graph's
-        rows), on a core that would otherwise wait. If the helper fails, the part is
+        its calls pickled and held until the helper is done, then sent from a thread while
+        this process goes on (later calls queue behind them): the part gets them in order.
+        For work on what this process holds (scoring and formatting a graph's rows), on a
+        core that would otherwise wait. If the helper fails, the part is
         abandoned and its error raised as a StoreError. Without fork, or with other threads
         running, the two run here one after the other.
         """
+        self._wait_for_drain()
         if not can_fork():
             result = first(self)
             second(self)
@@ -166,8 +175,11 @@ class InsertProcess:
             raise StoreError(
                 f"{self.path}: the process formatting rows failed: {outcome or f'status {status}'}"
             )
-        for message in held:
-            self._write(message)
+        # Written from a thread, which spends its time in the pipe's write, without the GIL,
+        # while this process goes on (a compare's summaries: 3 s at a million records, which
+        # had waited for the writing process to take these rows); calls sent meanwhile
+        # queue behind them.
+        self._drain = _Drain(self._sender, held)
         return cast(T, outcome)
 
     def _send(self, method: str, arguments: tuple[Any, ...]) -> None:
@@ -176,6 +188,8 @@ class InsertProcess:
         message = pickle.dumps((method, arguments), protocol=pickle.HIGHEST_PROTOCOL)
         if self._held is not None:
             self._held.append(message)
+        elif self._drain is not None:
+            self._drain.queue.put(message)
         else:
             self._write(message)
 
@@ -189,9 +203,16 @@ class InsertProcess:
         """Wait for every call sent and the part's close; raise StoreError if one failed."""
         if self._pid is None:
             return
+        self._wait_for_drain()
         with suppress(OSError):  # a child that already failed has closed its end
             self._sender.send_bytes(b"")
         self._finish()
+
+    def _wait_for_drain(self) -> None:
+        """Let in_two's held calls, and those queued behind them, be written."""
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.finish():
+            self._finish()  # the child is gone: raise its reason
 
     def _finish(self) -> None:
         pid, self._pid = self._pid, None
@@ -213,9 +234,43 @@ class InsertProcess:
         with suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+        drain, self._drain = self._drain, None
+        if drain is not None:
+            drain.finish()  # its write fails at once: the reader is gone
         self._sender.close()
         self._status.close()
         self._reply.close()
+
+
+class _Drain:
+    """A thread writing messages to a pipe in order: ``held`` first, then what is put on
+    ``queue`` until :meth:`finish`."""
+
+    def __init__(self, sender: Connection, held: list[bytes]) -> None:
+        self.queue: SimpleQueue[bytes | None] = SimpleQueue()
+        for message in held:
+            self.queue.put(message)
+        self._sender = sender
+        self._failed = False
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(DRAIN_SWITCH_SECONDS)
+        self._thread = threading.Thread(target=self._run, name="graphboard-drain", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (message := self.queue.get()) is not None:
+            try:
+                self._sender.send_bytes(message)
+            except OSError:  # the reader is gone; finish() says so
+                self._failed = True
+                return
+
+    def finish(self) -> bool:
+        """Wait until everything queued is written; False if the reader went away."""
+        self.queue.put(None)
+        self._thread.join()
+        sys.setswitchinterval(self._switch)
+        return not self._failed
 
 
 def _report(status: Connection) -> str:
