@@ -1,7 +1,8 @@
 """The compiled parts: msprobe's display strings (graphboard/store/_render.c, with
 _floats.cpp for Python's float formatting at the speed of libstdc++'s std::to_chars), and
-tb_nodes written straight into SQLite's file format (graphboard/store/_btree.c), and the
-hot path of dump.json record parsing (graphboard/dump/_records.c).
+tb_nodes written straight into SQLite's file format (graphboard/store/_btree.c), the hot
+path of dump.json record parsing (graphboard/dump/_records.c), and the statistics-mode
+metrics (graphboard/compare/_summary.c).
 
 Everything else is in pyproject.toml; setuptools reads both.
 """
@@ -24,6 +25,11 @@ setup(
         Extension(
             "graphboard.store._btree",
             ["backend/graphboard/store/_btree.c"],
+            extra_compile_args=["-O2", "-Wall"],
+        ),
+        Extension(
+            "graphboard.compare._summary",
+            ["backend/graphboard/compare/_summary.c"],
             extra_compile_args=["-O2", "-Wall"],
         ),
     ]

@@ -47,6 +47,35 @@ def test_summary_nan_difference_and_non_numbers() -> None:
     assert set(missing.values()) == {"N/A"}
 
 
+class _Float(float):
+    """A float that is not exactly a float (numpy's float64 is one): the general path."""
+
+
+_STATS: list[object] = [
+    None, True, False, "text", "", 0, 1, -3, 2**70, -(2**70), 0.0, -0.0, 1.5, -2.25, 1e308,
+    -1e308, 5e-324, math.inf, -math.inf, math.nan, _Float(2.5), _Float(0.0), [1.0],
+]  # fmt: skip
+
+
+def _typed(metrics_by_name: dict[str, object]) -> list[tuple[str, str, str]]:
+    return [(name, type(value).__name__, repr(value)) for name, value in metrics_by_name.items()]
+
+
+def test_the_compiled_summary_metrics_follow_the_python_rule() -> None:
+    """Every pair of statistics, Python's and C's answers alike in value, type and order."""
+    checked = 0
+    for npu_value in _STATS:
+        for bench_value in _STATS:
+            stats = (npu_value, bench_value, bench_value, npu_value)
+            npu = tensor("input.0", stats)  # type: ignore[arg-type]
+            bench = tensor("input.0", (bench_value, npu_value, bench_value, npu_value))  # type: ignore[arg-type]
+            for pair in ((npu, bench), (npu, None), (None, bench)):
+                expected = metrics.summary_metrics_in_python(*pair)
+                assert _typed(metrics.summary_metrics(*pair)) == _typed(expected), pair
+                checked += 1
+    assert checked == 3 * len(_STATS) ** 2
+
+
 def test_md5_of_scalars_is_crc32_of_their_text() -> None:
     assert metrics.md5_of(scalar("input.1", 1)) == metrics.crc32_of("1") == "83dcefb7"
     assert metrics.md5_of(tensor("input.0", md5="deadbeef")) == "deadbeef"
