@@ -20,13 +20,16 @@ _ROLE_ORDER = {Role.INPUT: 0, Role.PARAMETERS: 1, Role.PARAMETERS_GRAD: 2, Role.
 
 def pair_params(target: list[Param], golden: list[Param]) -> list[ParamRow]:
     """Rows in target order; names pair first, leftovers of a role pair by position."""
-    if len(target) == len(golden) and all(
-        npu.key == bench.key and npu.role is bench.role
-        for npu, bench in zip(target, golden, strict=True)
-    ):  # the common case, the same parameters in the same order: nothing to look up
-        return [ParamRow(npu, bench) for npu, bench in zip(target, golden, strict=True)]
+    if len(target) == len(golden):  # the common case: the same parameters in the same order
+        rows = []
+        for npu, bench in zip(target, golden, strict=True):
+            if npu.key != bench.key or npu.role is not bench.role:
+                break
+            rows.append(ParamRow(npu, bench))
+        else:
+            return rows  # nothing to look up
     golden_by_key = {param.key: param for param in golden}
-    rows: list[ParamRow] = []
+    rows = []
     leftover_target: dict[Role, list[ParamRow]] = defaultdict(list)
     used: set[str] = set()
     for param in target:

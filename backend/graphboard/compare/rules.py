@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from graphboard.compare.metrics import is_number
+from graphboard.compare.metrics import RELATIVE_METRIC_NAMES, is_number
 from graphboard.compare.result import DataMode, Level, ParamRow
 from graphboard.dump.records import Stat
 
@@ -47,11 +47,16 @@ MSG_MD5_MISSING = "warning: parameter has no checksum on one side"
 MSG_ONLY_TARGET = "warning: parameter only in the target"
 MSG_ONLY_GOLDEN = "warning: parameter only in the golden"
 
+NORM_RELATIVE = RELATIVE_METRIC_NAMES[3]  # "NormRelativeErr"
+
+
+_isfinite = math.isfinite
+
 
 def _bad_float(value: Stat) -> bool:
     if value.__class__ is float:  # nearly always: skip the general check
-        return not math.isfinite(value)
-    return is_number(value) and not math.isfinite(float(value))  # type: ignore[arg-type]
+        return not _isfinite(value)
+    return is_number(value) and not _isfinite(float(value))  # type: ignore[arg-type]
 
 
 def _fraction(row: ParamRow, name: str) -> float | None:
@@ -61,14 +66,16 @@ def _fraction(row: ParamRow, name: str) -> float | None:
     return None
 
 
-def _max_fraction(rows: list[ParamRow], name: str) -> float:
-    values = [abs(value) for row in rows if (value := _fraction(row, name)) is not None]
-    return max(values) if values else 0.0
-
-
 def _min_value(rows: list[ParamRow], name: str) -> float:
     values = [value for row in rows if (value := _fraction(row, name)) is not None]
     return min(values) if values else 1.0
+
+
+def _bad_pair(high: Stat, low: Stat) -> bool:
+    """_bad_float(high) or _bad_float(low), two floats (nearly always) in one test."""
+    if high.__class__ is float and low.__class__ is float:
+        return not (_isfinite(high) and _isfinite(low))
+    return _bad_float(high) or _bad_float(low)
 
 
 def _check_inf_nan(rows: list[ParamRow]) -> None:
@@ -76,15 +83,15 @@ def _check_inf_nan(rows: list[ParamRow]) -> None:
         npu, bench = row.npu, row.bench
         if npu is None or bench is None:
             continue
-        if _bad_float(bench.max) or _bad_float(bench.min):
+        if _bad_pair(bench.max, bench.min):
             continue
-        if _bad_float(npu.max) or _bad_float(npu.min):
+        if _bad_pair(npu.max, npu.min):
             row.raise_to(Level.ERROR, MSG_INF_NAN)
 
 
-def _check_common(rows: list[ParamRow], inputs: list[ParamRow]) -> None:
-    """Requires_grad, scalar arguments, dtype and shape."""
-    input_ids = {id(row) for row in inputs}
+def _check_common(rows: list[ParamRow], outputs: set[int]) -> None:
+    """Requires_grad, scalar arguments (inputs only: rows not in ``outputs``, by id), dtype
+    and shape."""
     for row in rows:
         npu, bench = row.npu, row.bench
         if npu is None or bench is None:
@@ -98,7 +105,7 @@ def _check_common(rows: list[ParamRow], inputs: list[ParamRow]) -> None:
             row.raise_to(Level.ERROR, MSG_REQUIRES_GRAD)
         npu_dtype, bench_dtype = npu.dtype or "", bench.dtype or ""
         if (
-            id(row) in input_ids
+            id(row) not in outputs
             and "class" in npu_dtype
             and "class" in bench_dtype
             and npu.shape == ()
@@ -111,16 +118,29 @@ def _check_common(rows: list[ParamRow], inputs: list[ParamRow]) -> None:
             row.raise_to(Level.ERROR, MSG_SHAPE)
 
 
+def _largest_norm_error(rows: list[ParamRow]) -> float:
+    """The largest absolute NormRelativeErr among ``rows`` that have a number (not NaN)
+    there, else 0."""
+    largest = 0.0
+    for row in rows:
+        value = row.metrics.get(NORM_RELATIVE)
+        if isinstance(value, float) and value == value:  # a float, not NaN
+            size = abs(value)
+            if size > largest:
+                largest = size
+    return largest
+
+
 def _check_statistics(inputs: list[ParamRow], outputs: list[ParamRow], skip_inputs: bool) -> None:
     if skip_inputs or not outputs:
         return
-    in_max = _max_fraction(inputs, "NormRelativeErr")
+    in_max = _largest_norm_error(inputs)
     if in_max < 0.1:
         for row in outputs:
-            value = _fraction(row, "NormRelativeErr")
+            value = _fraction(row, NORM_RELATIVE)
             if value is not None and abs(value) > 0.5:
                 row.raise_to(Level.ERROR, MSG_NORM_JUMP)
-    out_max = _max_fraction(outputs, "NormRelativeErr")
+    out_max = _largest_norm_error(outputs)
     if (in_max == 0 and out_max > 0.1) or (in_max != 0 and out_max / in_max > 10):
         outputs[0].raise_to(Level.WARNING, MSG_NORM_WARN)
 
@@ -166,8 +186,10 @@ def apply_rules(
     if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
         return Level.PASS
     skip_inputs = name in IGNORE_INPUTS
-    outputs = [row for row in rows if row.is_output]
-    inputs = [row for row in rows if not row.is_output]
+    outputs: list[ParamRow] = []
+    inputs: list[ParamRow] = []
+    for row in rows:
+        (outputs if row.is_output else inputs).append(row)
     checked = outputs if skip_inputs else rows
     for row in checked:
         if row.npu is None:
@@ -181,9 +203,9 @@ def apply_rules(
     elif mode is DataMode.SUMMARY:
         _check_inf_nan(checked)
         _check_statistics(inputs, outputs, skip_inputs)
-        _check_common(checked, inputs)
+        _check_common(checked, {id(row) for row in outputs})
     elif mode is DataMode.TENSOR:
         _check_inf_nan(checked)
         _check_tensors(inputs, outputs, skip_inputs)
-        _check_common(checked, inputs)
+        _check_common(checked, {id(row) for row in outputs})
     return max(row.level for row in rows)
