@@ -171,7 +171,8 @@ class _Builder:
         parents = self.construct.parents
         nodes, root, node = self.nodes, self.root, self.node
         for child, parent in parents.items():
-            parent = _repair_parent(child, parent, parents)
+            if parent is None or ".backward." in child:  # only these may need a repair
+                parent = _repair_parent(child, parent, parents)
             parent_node = root if parent is None else (nodes.get(parent) or node(parent))
             (nodes.get(child) or node(child)).attach(parent_node)
 
