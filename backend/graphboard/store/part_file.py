@@ -28,12 +28,6 @@ ROW_ID = schema.TB_NODES_COLUMNS.index("id")
 ROW_LINK = schema.TB_NODES_COLUMNS.index("matched_node_link")
 
 
-def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def open_db(path: Path) -> sqlite3.Connection:
     """A database being built (new or a finished part), tuned for one bulk writer."""
     try:
@@ -168,7 +162,7 @@ class PartFile:  # a statements.NodeWriter
         try:
             # one thread per core: when the last rows are in, the other processes of a
             # build are at their lightest (summaries), and the indexes are independent
-            self._table.finish(self._schema_rows, _sqlite_version(), threads=_cores())
+            self._table.finish(self._schema_rows, _sqlite_version(), threads=os.cpu_count() or 1)
         except (OSError, ValueError) as error:
             raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
 
