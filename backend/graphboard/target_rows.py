@@ -47,7 +47,6 @@ def score_and_write(
             compare_graphs(target, golden, mode)
         writer.write_graph(conn, target, golden, mode)
         return
-    scoring = golden is not None and mode is not None and mode is not DataMode.STRUCTURE
     scored_first: set[str] = set()
     if golden is not None and mode is not None:
         collections = api_collections(target)
@@ -68,8 +67,7 @@ def score_and_write(
     def helper_part(part: NodeWriter) -> list[Outcome]:
         nodes = score(names[:split])
         writer.write_nodes(part, rows, names[:split])
-        if not scoring:
-            return []
+        # a build, or structure mode, scores nothing: no comparisons, nothing to hand back
         return [
             (node.name, node.precision, node.comparison.level, node.comparison.introduced_level)
             for node in nodes

@@ -145,17 +145,15 @@ class _Builder:
         node = Node(name, node_type_of(name), params=self.records.params.get(name))
         if self.records.batch_p2p:
             node.batch_p2p = self.records.batch_p2p.get(name)
-        stack = self.stacks.get(name)  # the common case, before _stack's search
-        node.stack = stack if stack is not None else self._stack(name)
+        stack = self.stacks.get(name)
+        node.stack = stack if stack is not None else self._twin_stack(name)
         if self.construct.micro_steps is not None:
             node.micro_step = self.construct.micro_steps.get(name, 0)
         self.nodes[name] = node
         return node
 
-    def _stack(self, name: str) -> Stack | None:
-        stack = self.stacks.get(name)
-        if stack is not None:
-            return stack
+    def _twin_stack(self, name: str) -> Stack | None:
+        """The stack of a node that has none of its own: its forward twin's."""
         twin = names.forward_twin(name)
         if twin is None:
             return None

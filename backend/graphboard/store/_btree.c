@@ -423,17 +423,26 @@ static int writer_open(Writer *w, Pages *pages) {
     return w->buffer == NULL ? fail_memory() : 0;
 }
 
-static int writer_flush(Writer *w) {
-    size_t size = (size_t)w->count * w->pages->page_size, done = 0;
-    off_t offset = (off_t)(w->first - 1) * w->pages->page_size;
+/* Write ``size`` bytes at ``offset``, however many calls it takes; -1 with ``failure`` set. */
+static int write_at(int fd, const uint8_t *data, size_t size, off_t offset, const char *what) {
+    size_t done = 0;
     while (done < size) {
-        ssize_t n = pwrite(w->pages->fd, w->buffer + done, size - done, offset + (off_t)done);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_os("write");
+        ssize_t n = pwrite(fd, data + done, size - done, offset + (off_t)done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = EIO;
+            return fail_os(what);
         }
         done += (size_t)n;
     }
+    return 0;
+}
+
+static int writer_flush(Writer *w) {
+    uint32_t page_size = w->pages->page_size;
+    if (write_at(w->pages->fd, w->buffer, (size_t)w->count * page_size,
+                 (off_t)(w->first - 1) * page_size, "write") < 0)
+        return -1;
     w->first += w->count;
     w->count = 0;
     return 0;
@@ -1332,14 +1341,10 @@ static int write_freelist(Pages *pages, uint32_t *free_pages, uint32_t *first_tr
         put_be(trunk, next < count ? pages->unused[next] : 0, 4);
         put_be(trunk + 4, leaves, 4);
         for (size_t l = 0; l < leaves; l++) put_be(trunk + 8 + 4 * l, pages->unused[i + 1 + l], 4);
-        ssize_t written;
-        do {
-            written = pwrite(pages->fd, trunk, pages->page_size, (off_t)(number - 1) * pages->page_size);
-        } while (written < 0 && errno == EINTR);
-        if (written != (ssize_t)pages->page_size) {
-            if (written >= 0) errno = EIO;
+        if (write_at(pages->fd, trunk, pages->page_size, (off_t)(number - 1) * pages->page_size,
+                     "write the freelist") < 0) {
             free(trunk);
-            return fail_os("write the freelist");
+            return -1;
         }
         i = next;
     }
@@ -1437,15 +1442,7 @@ static PyObject *builder_finish(Builder *self, PyObject *args, PyObject *kwargs)
     put_be(page1 + 56, 1, 4);               /* UTF-8 */
     put_be(page1 + 92, 1, 4);               /* version-valid-for: the change counter */
     put_be(page1 + 96, version, 4);
-    ssize_t written;
-    do {
-        written = pwrite(self->pages.fd, page1, page_size, 0);
-    } while (written < 0 && errno == EINTR);
-    if (written != (ssize_t)page_size) {
-        if (written >= 0) errno = EIO;
-        fail_os("write the first page");
-        goto fail;
-    }
+    if (write_at(self->pages.fd, page1, page_size, 0, "write the first page") < 0) goto fail;
     int fd = self->pages.fd;
     self->pages.fd = -1;
     if (close(fd) < 0) {

@@ -90,8 +90,7 @@ class InsertProcess:
         self._pid: int | None = pid
         self._sender = sender
         self._status = status_receiver
-        self._held: list[bytes] | None = None  # see in_two
-        self._drain: _Drain | None = None
+        self._drain: _Drain | None = None  # see in_two
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
         self._send("execute", (sql, tuple(parameters)))
@@ -154,14 +153,16 @@ class InsertProcess:
                 _send_quietly(outcome_sender, message)
                 os._exit(code)
         outcome_sender.close()
-        self._held = []
+        # Held on a drain not started yet: written from its thread once the helper is done,
+        # while this process goes on (a compare's summaries: 3 s at a million records, which
+        # had waited for the writing process to take these rows); later calls queue behind.
+        drain = self._drain = _Drain(self._sender)
         try:
             second(self)
         except BaseException:
             os.kill(pid, signal.SIGKILL)
             raise
         finally:
-            held, self._held = self._held, None
             try:  # before the wait: a large outcome holds the helper until it is read
                 succeeded, outcome = pickle.loads(outcome_receiver.recv_bytes())
             except (EOFError, OSError):
@@ -175,20 +176,14 @@ class InsertProcess:
             raise StoreError(
                 f"{self.path}: the process formatting rows failed: {outcome or f'status {status}'}"
             )
-        # Written from a thread, which spends its time in the pipe's write, without the GIL,
-        # while this process goes on (a compare's summaries: 3 s at a million records, which
-        # had waited for the writing process to take these rows); calls sent meanwhile
-        # queue behind them.
-        self._drain = _Drain(self._sender, held)
+        drain.start()
         return cast(T, outcome)
 
     def _send(self, method: str, arguments: tuple[Any, ...]) -> None:
         if self._pid is None:
             raise StoreError(f"{self.path}: the database is already closed")
         message = pickle.dumps((method, arguments), protocol=pickle.HIGHEST_PROTOCOL)
-        if self._held is not None:
-            self._held.append(message)
-        elif self._drain is not None:
+        if self._drain is not None:
             self._drain.queue.put(message)
         else:
             self._write(message)
@@ -243,16 +238,18 @@ class InsertProcess:
 
 
 class _Drain:
-    """A thread writing messages to a pipe in order: ``held`` first, then what is put on
-    ``queue`` until :meth:`finish`."""
+    """Messages for a pipe, held on ``queue`` until :meth:`start`, then written in order by
+    a thread (which spends its time in the pipe's write, without the GIL) until
+    :meth:`finish`."""
 
-    def __init__(self, sender: Connection, held: list[bytes]) -> None:
+    def __init__(self, sender: Connection) -> None:
         self.queue: SimpleQueue[bytes | None] = SimpleQueue()
-        for message in held:
-            self.queue.put(message)
         self._sender = sender
         self._failed = False
         self._switch = sys.getswitchinterval()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
         sys.setswitchinterval(DRAIN_SWITCH_SECONDS)
         self._thread = threading.Thread(target=self._run, name="graphboard-drain", daemon=True)
         self._thread.start()
@@ -266,7 +263,10 @@ class _Drain:
                 return
 
     def finish(self) -> bool:
-        """Wait until everything queued is written; False if the reader went away."""
+        """Wait until everything queued is written (if started: else it is dropped); False
+        if the reader went away."""
+        if self._thread is None:
+            return True
         self.queue.put(None)
         self._thread.join()
         sys.setswitchinterval(self._switch)

@@ -132,19 +132,17 @@ class PartFile:  # a statements.NodeWriter
 
     def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
         """Set matched_node_link of held rows: (link, id) pairs."""
-        if not corrections:  # the common case: every provisional link held (1M rows: 0.8 s)
-            self._release_held()
-            return
-        position = {row[ROW_ID]: index for index, row in enumerate(self._held)}
-        for link, row_id in corrections:
-            try:
-                index = position[row_id]
-            except KeyError:
-                raise StoreError(
-                    f"{self.path}: no row {row_id!r} waits for its matched_node_link"
-                ) from None
-            row = self._held[index]
-            self._held[index] = (*row[:ROW_LINK], link, *row[ROW_LINK + 1 :])
+        if corrections:  # often none: every provisional link held (1M rows: 0.8 s to index)
+            position = {row[ROW_ID]: index for index, row in enumerate(self._held)}
+            for link, row_id in corrections:
+                try:
+                    index = position[row_id]
+                except KeyError:
+                    raise StoreError(
+                        f"{self.path}: no row {row_id!r} waits for its matched_node_link"
+                    ) from None
+                row = self._held[index]
+                self._held[index] = (*row[:ROW_LINK], link, *row[ROW_LINK + 1 :])
         self._release_held()
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> None:
