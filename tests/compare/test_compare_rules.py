@@ -263,3 +263,46 @@ def test_node_without_record_gets_no_precision(mode: DataMode) -> None:
         )
         is None
     )
+
+
+@pytest.mark.parametrize("mode", [DataMode.SUMMARY, DataMode.TENSOR])
+@pytest.mark.parametrize(
+    ("golden_name", "skipped"),
+    [
+        ("Module.blocks.0.attention.qkv.Linear.forward.0", True),
+        ("Module.layers.1.mlp.gate_up.Linear.forward.0", True),
+        ("Module.blocks.0.attention.proj.Linear.forward.0", False),
+    ],
+)
+def test_dtype_rule_skips_fused_projections_by_the_golden_name(
+    mode: DataMode, golden_name: str, skipped: bool
+) -> None:
+    """msprobe skips the dtype rule on a row whose golden (bench) name holds ``qkv`` or
+    ``gate_up``: the node's full name plus the parameter's key, not the key alone."""
+    target = [tensor("input.0", IN, dtype="torch.bfloat16"), tensor("output.0", IN)]
+    golden = [tensor("input.0", IN), tensor("output.0", IN)]
+    comparison = compare_pair(node(golden_name, target), node(golden_name, golden), mode)
+    assert comparison is not None
+    assert row_of(comparison, "input.0").level is (Level.PASS if skipped else Level.ERROR)
+    # the shape rule still applies to a fused projection
+    reshaped = [tensor("input.0", IN, shape=(3, 2)), tensor("output.0", IN)]
+    comparison = compare_pair(node(golden_name, reshaped), node(golden_name, golden), mode)
+    assert comparison is not None and comparison.level is Level.ERROR
+
+
+def test_dtype_rule_reads_the_golden_name_not_the_target_name() -> None:
+    """A renamed module (layer mapping): the golden's name decides, as msprobe's bench name."""
+    target = [tensor("input.0", IN, dtype="torch.bfloat16"), tensor("output.0", IN)]
+    golden = [tensor("input.0", IN), tensor("output.0", IN)]
+    renamed = compare_pair(
+        node("Module.attn.in_proj.Linear.forward.0", target),
+        node("Module.attn.qkv.Linear.forward.0", golden),
+        DataMode.SUMMARY,
+    )
+    assert renamed is not None and renamed.level is Level.PASS
+    reverse = compare_pair(
+        node("Module.attn.qkv.Linear.forward.0", target),
+        node("Module.attn.in_proj.Linear.forward.0", golden),
+        DataMode.SUMMARY,
+    )
+    assert reverse is not None and reverse.level is Level.ERROR

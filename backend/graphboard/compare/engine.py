@@ -87,7 +87,7 @@ def compare_pair(
             row.messages.extend(
                 message for message in (npu_problem, bench_problem, *messages) if message
             )
-    level = apply_rules(target.name, rows, mode, checksums)
+    level = apply_rules(target.name, rows, mode, checksums, golden.name)
     comparison = NodeComparison(rows, level)
     comparison.extra_npu = [
         row.npu.key for row in rows if row.bench is None and row.npu is not None

@@ -89,9 +89,17 @@ def _check_inf_nan(rows: list[ParamRow]) -> None:
             row.raise_to(Level.ERROR, MSG_INF_NAN)
 
 
-def _check_common(rows: list[ParamRow], outputs: set[int]) -> None:
+def _fused_projection(name: str) -> bool:
+    """A fused q/k/v or gate/up projection, whose dtype msprobe does not judge (its halves
+    may be kept in different precisions)."""
+    return "qkv" in name or "gate_up" in name
+
+
+def _check_common(rows: list[ParamRow], outputs: set[int], golden_name: str) -> None:
     """Requires_grad, scalar arguments (inputs only: rows not in ``outputs``, by id), dtype
-    and shape."""
+    (but on a fused projection, by the golden row's full name, as msprobe's bench name) and
+    shape."""
+    fused_node = _fused_projection(golden_name)  # once per node: the rows share the prefix
     for row in rows:
         npu, bench = row.npu, row.bench
         if npu is None or bench is None:
@@ -112,7 +120,7 @@ def _check_common(rows: list[ParamRow], outputs: set[int]) -> None:
             and npu.max != bench.max
         ):
             row.raise_to(Level.ERROR, MSG_SCALAR)
-        if npu.dtype != bench.dtype and not any(tag in bench.key for tag in ("qkv", "gate_up")):
+        if npu.dtype != bench.dtype and not (fused_node or _fused_projection(bench.key)):
             row.raise_to(Level.ERROR, MSG_DTYPE)
         if npu.shape != bench.shape:
             row.raise_to(Level.ERROR, MSG_SHAPE)
@@ -178,8 +186,12 @@ def apply_rules(
     rows: list[ParamRow],
     mode: DataMode,
     checksums: list[tuple[str | None, str | None]] | None = None,
+    golden_name: str | None = None,
 ) -> Level | None:
-    """Score the rows in place and return the node's level (None without rows)."""
+    """Score the rows in place and return the node's level (None without rows).
+
+    ``golden_name`` is the paired golden node's (``node_name`` when not given): the dtype
+    rule reads it, as msprobe reads the bench name."""
     if not rows:
         return None
     name = api_name(node_name)
@@ -203,9 +215,9 @@ def apply_rules(
     elif mode is DataMode.SUMMARY:
         _check_inf_nan(checked)
         _check_statistics(inputs, outputs, skip_inputs)
-        _check_common(checked, {id(row) for row in outputs})
+        _check_common(checked, {id(row) for row in outputs}, golden_name or node_name)
     elif mode is DataMode.TENSOR:
         _check_inf_nan(checked)
         _check_tensors(inputs, outputs, skip_inputs)
-        _check_common(checked, {id(row) for row in outputs})
+        _check_common(checked, {id(row) for row in outputs}, golden_name or node_name)
     return max(row.level for row in rows)
