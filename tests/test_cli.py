@@ -18,6 +18,7 @@ from dumpmaker import (
     tiny_model,
     write_dump_root,
 )
+from graphboard.verdict_cli import server_for
 
 _SCRIPT = Path(sys.executable).with_name("graph_build")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "graphboard.cli"]
@@ -199,3 +200,42 @@ def test_a_missing_required_option_is_a_usage_error(rank: Path) -> None:
 def test_version() -> None:
     run = graph_build("--version")
     assert run.returncode == 0 and run.stdout.strip() == f"graphboard {graphboard.__version__}"
+
+
+def _compare_dumps(tmp_path: Path) -> tuple[Path, Path]:
+    """A target whose last API (Torch.sum) returns 5 where the golden's returns 1."""
+    target = tiny_model(loss=5.0).write(tmp_path / "target" / "step0" / "rank0")
+    golden = tiny_model(loss=1.0).write(tmp_path / "golden" / "step0" / "rank0")
+    return target, golden
+
+
+def test_a_compare_ends_with_what_it_found(tmp_path: Path, out: Path) -> None:
+    """The demo's summary lines on stderr, after the "wrote" line; stdout stays the path."""
+    target, golden = _compare_dumps(tmp_path)
+    run = graph_build("-tp", target, "-gp", golden, "-o", out)
+    assert run.returncode == 0, run.stderr
+    path = Path(run.stdout.strip())
+    assert run.stdout == f"{path}\n"
+    graph = path.name.removesuffix(".vis.db")
+    lines = run.stderr.splitlines()
+    wrote = next(i for i, line in enumerate(lines) if line.startswith("graph_build: wrote "))
+    assert lines[wrote + 1 :] == [
+        f"graph_build:  graph     {graph} (compare, summary mode, steps [0], ranks [0])",
+        "graph_build:  nodes     8 pass, 0 warning, 1 error, 0 unmatched",
+        "graph_build:  overflow  0 medium, 0 high, 0 critical",
+        "graph_build:  first error: Torch.sum.0.forward (NPU step 0 rank 0); worst output.0 "
+        "MaxRelativeErr = 400.0%: error: the output's norm differs by more than 50% while the "
+        "inputs agree within 10%",
+        f"graph_build:  open      {server_for(out)}/?graph={graph}&step=0&rank=0"
+        "&node=Torch.sum.0.forward",
+    ]
+
+
+def test_a_build_or_a_quiet_compare_prints_no_findings(
+    rank: Path, tmp_path: Path, out: Path
+) -> None:
+    built = graph_build("-tp", rank, "-o", out)
+    assert built.returncode == 0 and "nodes " not in built.stderr
+    target, golden = _compare_dumps(tmp_path)
+    quiet = graph_build("-tp", target, "-gp", golden, "-o", out, "-q")
+    assert quiet.returncode == 0 and quiet.stderr == ""

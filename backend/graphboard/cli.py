@@ -137,6 +137,11 @@ def _run_build(args: argparse.Namespace) -> int:
         print(
             f"graph_build: wrote {result.path} ({summary}, {result.seconds:.2f}s)", file=sys.stderr
         )
+        if result.mode is not None:  # a compare: what it found, as the demo prints it
+            from graphboard.verdict_cli import server_for, summary_lines
+
+            for line in summary_lines(result.path, server_for(result.path.parent)):
+                print(f"graph_build:{line}", file=sys.stderr)
     print(result.path)
     return 0
 
@@ -240,8 +245,10 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(run=_run_demo)
     from graphboard.ci.check import add_parser as add_ci_check
     from graphboard.server.commands import add_parsers as add_service_commands
+    from graphboard.verdict_cli import add_parser as add_verdict
 
     add_ci_check(commands)  # ci-check: upload, build on a server, exit code from the verdict
+    add_verdict(commands)  # verdict: the same verdict from a .vis.db, no server
     add_service_commands(commands)  # token create/list/revoke, worker
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)

@@ -18,7 +18,6 @@ from torch import nn
 
 from graphboard import probe
 from graphboard.pipeline import BuildOptions, BuildResult, run_build
-from graphboard.store.reader import open_vis_db
 
 VOCAB, WIDTH, HEADS, BLOCKS, BATCH, TOKENS = 64, 32, 4, 2, 4, 16
 
@@ -123,10 +122,6 @@ def build_demo(out: Path) -> BuildResult:
 def findings(result: BuildResult, cache_dir: Path, server: str) -> list[str]:
     """What the compare found, as ``graphboard ci-check`` prints a verdict, with the viewer URL
     (on ``server``) that opens the node where the first error starts."""
-    from graphboard.ci.report import findings_lines
-    from graphboard.server.jobs.verdict import verdict
+    from graphboard.verdict_cli import summary_lines
 
-    graph = result.path.name.removesuffix(".vis.db")  # served from the file's own folder
-    with open_vis_db(result.path, cache_dir) as db:
-        found = verdict(db, job_id="demo", graph=graph)
-    return findings_lines(found.model_dump(mode="json", by_alias=True), server)
+    return summary_lines(result.path, server, cache_dir)

@@ -19,9 +19,8 @@ from typing import Any
 
 from graphboard.ci.client import CiError, Client
 from graphboard.ci.pack import PackError, pack
-from graphboard.ci.report import verdict_lines
+from graphboard.ci.report import NO_VERDICT, exit_code, passes, verdict_lines
 
-PASSED, TOO_MANY_ERRORS, NO_VERDICT = 0, 1, 2
 FIRST_POLL, MAX_POLL = 0.5, 5.0
 TOKEN_ENV = "GRAPHBOARD_TOKEN"
 
@@ -147,16 +146,14 @@ def run(args: argparse.Namespace) -> int:
     except (KeyError, TypeError, ValueError) as error:  # a server answering something else
         print(f"ci-check: error: unexpected answer from {args.server}: {error!r}", file=sys.stderr)
         return NO_VERDICT
-    errors = int(verdict["counts"]["error"])
-    passed = errors <= args.max_errors
     if args.json:
         report = {
-            "passed": passed,
+            "passed": passes(verdict, args.max_errors),
             "max_errors": args.max_errors,
             "url": args.server.rstrip("/") + verdict["url"],
             "verdict": verdict,
         }
         print(json.dumps(report, indent=2))
     else:
-        print("\n".join(verdict_lines(verdict, args.server, args.max_errors, passed)))
-    return PASSED if passed else TOO_MANY_ERRORS
+        print("\n".join(verdict_lines(verdict, args.server, args.max_errors)))
+    return exit_code(verdict, args.max_errors)

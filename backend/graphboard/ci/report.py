@@ -1,15 +1,30 @@
-"""A verdict as lines for a CI log."""
+"""A verdict (the JSON of ``GET /api/jobs/{id}/verdict``) as lines for a terminal or a CI log,
+and the exit code it gives: what ci-check, ``graphboard verdict``, the demo and graph_build's
+compare summary print."""
 
 from __future__ import annotations
 
 from typing import Any
 
+# Exit codes of ci-check and ``graphboard verdict``.
+PASSED, TOO_MANY_ERRORS, NO_VERDICT = 0, 1, 2
 
-def verdict_lines(verdict: dict[str, Any], server: str, max_errors: int, passed: bool) -> list[str]:
+
+def passes(verdict: dict[str, Any], max_errors: int) -> bool:
+    """The target has at most ``max_errors`` error nodes."""
+    return int(verdict["counts"]["error"]) <= max_errors
+
+
+def exit_code(verdict: dict[str, Any], max_errors: int) -> int:
+    return PASSED if passes(verdict, max_errors) else TOO_MANY_ERRORS
+
+
+def verdict_lines(verdict: dict[str, Any], server: str, max_errors: int) -> list[str]:
+    """PASS or FAIL against ``max_errors``, then the findings."""
     errors = verdict["counts"]["error"]
     head = (
         f"PASS ({errors} error(s), at most {max_errors} allowed)"
-        if passed
+        if passes(verdict, max_errors)
         else f"FAIL ({errors} error(s), more than the {max_errors} allowed)"
     )
     return [f"graphboard verdict: {head}", *findings_lines(verdict, server)]

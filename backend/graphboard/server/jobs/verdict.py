@@ -1,6 +1,8 @@
 """A finished build's verdict, from the read API's own reader: counts per precision level
-and overflow level over the target side's graphs (every step and rank), and the first node
-that introduces an error, with its worst metric and the viewer URL that opens it."""
+and overflow level over the target side's graphs (every step and rank, or the ones asked
+for), and the first node that introduces an error, with its worst metric and the viewer URL
+that opens it. One computation for ``GET /api/jobs/{id}/verdict``, ``graphboard verdict``,
+the demo and graph_build's compare summary."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import math
 from typing import Any, cast
 from urllib.parse import urlencode
 
+from graphboard.errors import StoreError
 from graphboard.server import present
 from graphboard.server.jobs import schemas
 from graphboard.server.schemas import LevelName
@@ -110,9 +113,31 @@ def _first_error(db: VisDb, keys: list[GraphKey]) -> tuple[GraphKey, NodeSummary
     return found[0] if found else None
 
 
-def verdict(db: VisDb, job_id: str, graph: str) -> schemas.VerdictOut:
+def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
+    asked = " ".join(
+        f"{name} {value}" for name, value in (("step", step), ("rank", rank)) if value is not None
+    )
+    held = sorted((stats.step, stats.rank) for stats in db.graphs() if stats.side == TARGET)
+    shown = ", ".join(f"step {s} rank {r}" for s, r in held) or "none"
+    return f"{db.path.name}: no target graph at {asked or 'any step'}; the file holds {shown}"
+
+
+def verdict(
+    db: VisDb, job_id: str, graph: str, *, step: int | None = None, rank: int | None = None
+) -> schemas.VerdictOut:
+    """The verdict over the target's graphs, or those of ``step`` and/or ``rank`` only (then
+    ``steps`` and ``ranks`` list what was judged); a StoreError when none is there."""
     config = db.config()
-    targets = [stats for stats in db.graphs() if stats.side == TARGET]
+    targets = [
+        stats
+        for stats in db.graphs()
+        if stats.side == TARGET
+        and (step is None or stats.step == step)
+        and (rank is None or stats.rank == rank)
+    ]
+    restricted = step is not None or rank is not None
+    if restricted and not targets:
+        raise StoreError(_no_graph(db, step, rank))
     keys = [GraphKey(TARGET, stats.step, stats.rank) for stats in targets]
     overflow = dict.fromkeys(OVERFLOWS, 0)
     for key in keys:
@@ -139,8 +164,8 @@ def verdict(db: VisDb, job_id: str, graph: str) -> schemas.VerdictOut:
         graph=graph,
         graph_type=config.graph_type,
         data_mode=config.data_mode,
-        steps=config.steps,
-        ranks=config.ranks,
+        steps=sorted({key.step for key in keys}) if restricted else config.steps,
+        ranks=sorted({key.rank for key in keys}) if restricted else config.ranks,
         counts=schemas.CountsOut.model_validate(
             {
                 "pass": sum(stats.pass_count or 0 for stats in targets),

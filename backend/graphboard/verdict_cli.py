@@ -1,0 +1,100 @@
+"""``graphboard verdict FILE.vis.db``: the verdict of a finished job, without a server.
+
+It reads the file as the server's verdict endpoint does (graphboard's files and msprobe's),
+and prints the same lines as ci-check, or with ``--json`` the endpoint's JSON. Exit codes as
+ci-check's: 0 the errors are within ``--max-errors``; 1 they are not; 2 no verdict (a missing,
+unreadable or corrupt file, or no graph at ``--step`` / ``--rank``), with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from graphboard.ci.report import NO_VERDICT, exit_code, findings_lines, verdict_lines
+from graphboard.errors import GraphboardError
+from graphboard.server.jobs.schemas import VerdictOut
+from graphboard.server.jobs.verdict import verdict
+from graphboard.server.settings import Settings
+from graphboard.store.reader import open_vis_db
+
+PROG = "graphboard verdict"
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "verdict",
+        help="print a .vis.db's verdict (as a finished job's) and exit 0/1/2 as ci-check does",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("file", type=Path, help="a .vis.db (graphboard's or msprobe's)")
+    parser.add_argument(
+        "--max-errors",
+        type=int,
+        default=0,
+        help="fail (exit 1) when the target has more error nodes than this (default 0)",
+    )
+    parser.add_argument("--step", type=int, help="judge this step's graphs only")
+    parser.add_argument("--rank", type=int, help="judge this rank's graphs only")
+    parser.add_argument(
+        "--json", action="store_true", help="print GET /api/jobs/{id}/verdict's JSON"
+    )
+    parser.set_defaults(run=run)
+
+
+def file_verdict(
+    path: Path,
+    *,
+    step: int | None = None,
+    rank: int | None = None,
+    job_id: str = "",
+    cache_dir: Path | None = None,
+) -> VerdictOut:
+    """The verdict of one .vis.db, its graph id that of ``graphboard serve --data-dir`` on the
+    file's own folder. An msprobe file's derived columns go to ``cache_dir``, by default a
+    temporary folder: reading never writes next to the file."""
+    graph = path.name.removesuffix(".vis.db")
+    if cache_dir is None:
+        with tempfile.TemporaryDirectory(prefix="graphboard-verdict-") as scratch:
+            return file_verdict(path, step=step, rank=rank, job_id=job_id, cache_dir=Path(scratch))
+    try:
+        with open_vis_db(path, cache_dir) as db:
+            return verdict(db, job_id, graph, step=step, rank=rank)
+    except sqlite3.Error as error:  # raised before the reader could name the file
+        raise GraphboardError(f"{path}: not a readable .vis.db: {error}") from None
+
+
+def server_for(folder: Path) -> str:
+    """Where ``graphboard serve --data-dir folder`` listens (its settings' host and port)."""
+    settings = Settings(data_dir=folder)
+    return f"http://{settings.host}:{settings.port}"
+
+
+def summary_lines(path: Path, server: str, cache_dir: Path | None = None) -> list[str]:
+    """What a compare found, with the URL that opens it on ``server``, as the demo and
+    graph_build print it."""
+    found = file_verdict(path, cache_dir=cache_dir)
+    return findings_lines(found.model_dump(mode="json", by_alias=True), server)
+
+
+def run(args: argparse.Namespace) -> int:
+    path: Path = args.file
+    try:
+        if args.max_errors < 0:
+            raise GraphboardError("--max-errors must be 0 or more")
+        if not path.is_file():
+            raise GraphboardError(f"{path}: no such file")
+        found = file_verdict(path, step=args.step, rank=args.rank)
+    except GraphboardError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return NO_VERDICT
+    shown = found.model_dump(mode="json", by_alias=True)
+    if args.json:
+        print(found.model_dump_json(by_alias=True, indent=2))
+    else:
+        print("\n".join(verdict_lines(shown, server_for(path.parent), args.max_errors)))
+    return exit_code(shown, args.max_errors)
