@@ -15,7 +15,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from graphboard.ci.report import NO_VERDICT, exit_code, findings_lines, verdict_lines
+from graphboard.ci.report import (
+    NO_VERDICT,
+    add_max_errors,
+    exit_code,
+    findings_lines,
+    verdict_lines,
+)
 from graphboard.errors import GraphboardError
 from graphboard.server.jobs.schemas import VerdictOut
 from graphboard.server.jobs.verdict import verdict
@@ -32,12 +38,7 @@ def add_parser(commands: Any) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument("file", type=Path, help="a .vis.db (graphboard's or msprobe's)")
-    parser.add_argument(
-        "--max-errors",
-        type=int,
-        default=0,
-        help="fail (exit 1) when the target has more error nodes than this (default 0)",
-    )
+    add_max_errors(parser)
     parser.add_argument("--step", type=int, help="judge this step's graphs only")
     parser.add_argument("--rank", type=int, help="judge this rank's graphs only")
     parser.add_argument(

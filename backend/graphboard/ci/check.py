@@ -19,7 +19,7 @@ from typing import Any
 
 from graphboard.ci.client import CiError, Client
 from graphboard.ci.pack import PackError, pack
-from graphboard.ci.report import NO_VERDICT, exit_code, passes, verdict_lines
+from graphboard.ci.report import NO_VERDICT, add_max_errors, exit_code, passes, verdict_lines
 
 FIRST_POLL, MAX_POLL = 0.5, 5.0
 TOKEN_ENV = "GRAPHBOARD_TOKEN"
@@ -39,12 +39,7 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--target", required=True, type=Path, help="target dump folder")
     parser.add_argument("--golden", type=Path, help="golden dump folder: compare against it")
-    parser.add_argument(
-        "--max-errors",
-        type=int,
-        default=0,
-        help="fail (exit 1) when the target has more error nodes than this (default 0)",
-    )
+    add_max_errors(parser)
     parser.add_argument("--fuzzy-match", action="store_true", help="as graph_build -fm")
     parser.add_argument("--overflow-check", action="store_true", help="as graph_build -oc")
     parser.add_argument("--layer-mapping", type=Path, help="as graph_build -lm FILE")

@@ -4,10 +4,21 @@ compare summary print."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 # Exit codes of ci-check and ``graphboard verdict``.
 PASSED, TOO_MANY_ERRORS, NO_VERDICT = 0, 1, 2
+
+
+def add_max_errors(parser: argparse.ArgumentParser) -> None:
+    """The threshold option of the commands that exit on a verdict."""
+    parser.add_argument(
+        "--max-errors",
+        type=int,
+        default=0,
+        help="fail (exit 1) when the target has more error nodes than this (default 0)",
+    )
 
 
 def passes(verdict: dict[str, Any], max_errors: int) -> bool:
