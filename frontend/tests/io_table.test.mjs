@@ -3,6 +3,7 @@ import { test } from 'node:test';
 
 import { statsSeries } from '../static/js/charts/stats_series.js';
 import { buildIoTable, visibleGroups } from '../static/js/panels/io_table.js';
+import { isTensor } from '../static/js/param_kind.js';
 
 const stats = (max, extra = {}) => ({ type: 'torch.Tensor', dtype: 'torch.float32', shape: '[4]', Max: max, Min: '0', Mean: '0.5', Norm: '2', data_name: '-1', ...extra });
 const ROWS = [
@@ -41,4 +42,46 @@ test('chart series keep numeric statistics per parameter', () => {
 test('no worst cell when every error is zero', () => {
   const rows = [{ ...ROWS[0], comparison: { MaxRelativeErr: '0%', 'Max diff': '0', Result: 'pass' } }];
   assert.equal(buildIoTable(rows).worst, null);
+});
+
+// msprobe copies a scalar's value into its statistics: a str argument and an int one.
+const scalar = (type, value, dtype) => ({ type, value, data_name: '-1', requires_grad: 'null', Max: value, Min: value, Mean: value, Norm: value, dtype, shape: '[]' });
+const SCALAR_ROWS = [
+  ROWS[0],
+  { role: 'input', key: 'input.approximate', paired_by: 'name', target: { name: 'n.input.approximate', fields: scalar('str', 'tanh', '<class str>') }, golden: { name: 'n.input.approximate', fields: scalar('str', 'none', '<class str>') }, comparison: { 'Max diff': 'N/A', Result: 'error' }, result: 'error', messages: ['error: scalar arguments differ'] },
+  { role: 'input', key: 'input.src', paired_by: 'name', target: { name: 'n.input.src', fields: scalar('int', '7', 'int') }, golden: null, comparison: {}, result: null, messages: [] },
+  { role: 'input', key: 'input.1', paired_by: 'name', target: { name: 'n.input.1', fields: { value: 'null' } }, golden: null, comparison: {}, result: null, messages: [] },
+];
+
+test('a scalar argument shows its value once, in the value column', () => {
+  const table = buildIoTable(SCALAR_ROWS);
+  assert.deepEqual(table.statColumns, ['dtype', 'shape', 'Max', 'Min', 'Mean', 'Norm', 'requires_grad', 'value']);
+  const [tensor, text, int, masked] = table.groups;
+  assert.equal(tensor.target.Max, '1.0');
+  assert.equal(tensor.target.value, undefined);
+  for (const stat of ['Max', 'Min', 'Mean', 'Norm']) assert.equal(text.target[stat], undefined);
+  assert.deepEqual([text.target.value, text.golden.value, int.target.value, masked.target.value], ['tanh', 'none', '7', 'null']);
+  assert.equal(text.target.dtype, '<class str>'); // what it is stays shown
+  assert.equal(SCALAR_ROWS[1].target.fields.Max, 'tanh'); // the answer is not changed
+});
+
+test('isTensor: by type, else by having no value', () => {
+  assert.equal(isTensor({ type: 'torch.Tensor', Max: '1' }), true);
+  assert.equal(isTensor({ type: 'mindspore.Tensor', Max: '1' }), true);
+  assert.equal(isTensor({ type: 'torch.distributed.ReduceOp', value: 'RedOpType.SUM', Max: 'RedOpType.SUM' }), false);
+  assert.equal(isTensor({ type: 'int', value: '0', Max: '0' }), false);
+  assert.equal(isTensor({ value: 'null' }), false);
+  assert.equal(isTensor({ dtype: 'torch.float32', Max: '1' }), true);
+  assert.equal(isTensor(null), false);
+});
+
+test('the chart plots tensors only, and only the sides that have numbers', () => {
+  const { stats: series, sides } = statsSeries(SCALAR_ROWS);
+  assert.deepEqual(series.find((s) => s.stat === 'Max').keys, ['input.0']); // not the int 7
+  assert.deepEqual(sides, ['target', 'golden']);
+  const unmatched = [{ ...ROWS[0], golden: null }];
+  assert.deepEqual(statsSeries(unmatched).sides, ['target']);
+  const goldenOnly = [{ ...ROWS[0], target: null }];
+  assert.deepEqual(statsSeries(goldenOnly).sides, ['golden']);
+  assert.equal(statsSeries(SCALAR_ROWS.slice(1)).empty, true); // scalars alone: no chart
 });

@@ -40,13 +40,12 @@ function cssVar(name, fallback) {
 /** Draw (or redraw) the chart for a node's rows into `host`; resolves to false when there is
  * nothing numeric to plot. */
 export async function renderStatsChart(host, rows, { plotlyUrl, labels }) {
-  const { stats, empty } = statsSeries(rows);
+  const { stats, sides, empty } = statsSeries(rows);
   if (empty) return false;
   const Plotly = await loadPlotly(plotlyUrl);
   const text = cssVar('--text', '#222');
   const grid = cssVar('--border', '#ddd');
-  const targetColor = cssVar('--target', '#d9534f');
-  const goldenColor = cssVar('--golden', '#3a7bd5');
+  const colors = { target: cssVar('--target', '#d9534f'), golden: cssVar('--golden', '#3a7bd5') };
   const shown = stats.filter((series) => series.keys.length);
   const traces = [];
   const layout = {
@@ -57,15 +56,17 @@ export async function renderStatsChart(host, rows, { plotlyUrl, labels }) {
     paper_bgcolor: 'rgba(0,0,0,0)',
     plot_bgcolor: 'rgba(0,0,0,0)',
     font: { color: text, size: 11 },
+    showlegend: true, // plotly hides a one-trace legend; it still says which side this is
     legend: { orientation: 'h', y: 1.3, x: 1, xanchor: 'right' },
     annotations: [],
   };
   shown.forEach((series, index) => {
     const axis = index === 0 ? '' : String(index + 1);
-    traces.push(
-      { type: 'bar', name: labels.target, x: series.keys, y: series.target, xaxis: `x${axis}`, yaxis: `y${axis}`, marker: { color: targetColor }, legendgroup: 'target', showlegend: index === 0 },
-      { type: 'bar', name: labels.golden, x: series.keys, y: series.golden, xaxis: `x${axis}`, yaxis: `y${axis}`, marker: { color: goldenColor }, legendgroup: 'golden', showlegend: index === 0 },
-    );
+    // A trace (and legend entry) per side that has numbers: none named "Golden" for a node
+    // without one.
+    for (const side of sides) {
+      traces.push({ type: 'bar', name: labels[side], x: series.keys, y: series[side], xaxis: `x${axis}`, yaxis: `y${axis}`, marker: { color: colors[side] }, legendgroup: side, showlegend: index === 0 });
+    }
     layout[`xaxis${axis}`] = { gridcolor: grid, tickangle: -30, automargin: true };
     layout[`yaxis${axis}`] = { gridcolor: grid, zerolinecolor: grid, exponentformat: 'e' };
     layout.annotations.push({ text: series.stat, showarrow: false, xref: `x${axis} domain`, yref: `y${axis} domain`, x: 0.5, y: 1.08, font: { size: 12 } });

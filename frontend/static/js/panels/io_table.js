@@ -1,9 +1,11 @@
 // The paired input/output table as data (no DOM): which statistic and metric columns to
 // show, one group per parameter, whether target and golden differ, and the worst cell.
+// A scalar argument shows its value once, in the value column (see param_kind.js).
 
 import { parseNumber } from '../format.js';
+import { shownFields } from '../param_kind.js';
 
-const STAT_ORDER = ['dtype', 'shape', 'Max', 'Min', 'Mean', 'Norm', 'md5', 'requires_grad'];
+const STAT_ORDER = ['dtype', 'shape', 'Max', 'Min', 'Mean', 'Norm', 'md5', 'requires_grad', 'value'];
 const HIDDEN_FIELDS = new Set(['type', 'data_name', 'full_op_name']);
 const NOT_METRICS = new Set(['Result', 'Err_message']);
 // Where "worse" means "bigger": relative and absolute errors and diffs. (Cosine is the
@@ -21,17 +23,17 @@ function ordered(keys, preferred) {
 export function buildIoTable(rows) {
   const statKeys = new Set();
   const metricKeys = new Set();
-  for (const row of rows) {
-    for (const side of [row.target, row.golden]) {
-      for (const key of Object.keys(side?.fields ?? {})) if (!HIDDEN_FIELDS.has(key)) statKeys.add(key);
+  const shown = rows.map((row) => ({ target: shownFields(row.target?.fields ?? null), golden: shownFields(row.golden?.fields ?? null) }));
+  for (const [index, row] of rows.entries()) {
+    for (const fields of [shown[index].target, shown[index].golden]) {
+      for (const key of Object.keys(fields ?? {})) if (!HIDDEN_FIELDS.has(key)) statKeys.add(key);
     }
     for (const key of Object.keys(row.comparison ?? {})) if (!NOT_METRICS.has(key)) metricKeys.add(key);
   }
   const statColumns = ordered([...statKeys], STAT_ORDER);
   const metricColumns = ordered([...metricKeys], []);
-  const groups = rows.map((row) => {
-    const target = row.target?.fields ?? null;
-    const golden = row.golden?.fields ?? null;
+  const groups = rows.map((row, index) => {
+    const { target, golden } = shown[index];
     const differs =
       !target || !golden || statColumns.some((column) => String(target[column] ?? '') !== String(golden[column] ?? ''));
     const result = row.result ? String(row.result).toLowerCase() : null;
