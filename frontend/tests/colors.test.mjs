@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { OVERFLOW_COLORS, legendEntries, levelColors, nodeFill, textOn } from '../static/js/colors.js';
+import { OVERFLOW_COLORS, legendEntries, levelColors, nodeFill, overflowColors, textOn, themedFill } from '../static/js/colors.js';
 
 const GRAPHBOARD_TABLE = {
   '#FFFCF3': { value: [0, 0.3], description: 'pass', accuracy_level: 'pass' },
@@ -39,4 +39,23 @@ test('text stays readable on dark fills', () => {
   assert.equal(textOn(OVERFLOW_COLORS.critical), '#ffffff');
   assert.equal(textOn('#FFFCF3'), '#1a1a1a');
   assert.equal(textOn('not a colour'), null);
+});
+
+const luminance = (hex) => {
+  const value = parseInt(hex.slice(1), 16);
+  return (0.299 * ((value >> 16) & 255) + 0.587 * ((value >> 8) & 255) + 0.114 * (value & 255)) / 255;
+};
+
+test('the dark theme dims near-white fills and keeps the others', () => {
+  assert.equal(themedFill('#FFFCF3', 'light'), '#FFFCF3');
+  const pass = themedFill('#FFFCF3', 'dark');
+  assert.ok(luminance(pass) < 0.5, pass);
+  assert.ok(luminance(pass) > luminance('#1e2126') + 0.15, pass); // still a fill on the panel
+  assert.equal(textOn(pass), '#ffffff');
+  for (const kept of ['#FFDC7F', '#FF704D', '#C7C7C7', '#1668DC']) assert.equal(themedFill(kept, 'dark'), kept);
+  assert.equal(themedFill(null, 'dark'), null);
+  assert.equal(levelColors(GRAPHBOARD_TABLE, 'dark').pass, pass);
+  assert.equal(levelColors(GRAPHBOARD_TABLE, 'dark').error, '#FF704D');
+  assert.ok(luminance(overflowColors('dark').medium) < 0.5);
+  assert.equal(overflowColors('light').medium, OVERFLOW_COLORS.medium);
 });

@@ -3,7 +3,7 @@
 // revealed, and what goes in the address bar.
 
 import { createApi } from './api.js';
-import { levelColors } from './colors.js';
+import { levelColors, overflowColors } from './colors.js';
 import { applyTranslations, pickLanguage, translate } from './i18n.js';
 import { ContextMenu } from './panels/context_menu.js';
 import { DetailPanel } from './panels/detail_panel.js';
@@ -42,6 +42,7 @@ export class App {
     this.viewGeneration = 0;
     this.activeList = 'filter';
     this.statusTimer = 0;
+    this.colorsFor = null; // see colors()
     this.ready = null;
   }
 
@@ -50,8 +51,12 @@ export class App {
   start() {
     const doc = this.doc;
     const context = () => this.context();
-    const colors = () => levelColors(this.store.get().file?.config?.node_colors);
-    const view = () => ({ mode: this.store.get().mode, levelColors: colors() });
+    const colors = () => this.colors().level;
+    const view = () => {
+      const { mode, theme } = this.store.get();
+      const { level, overflow } = this.colors();
+      return { mode, theme, levelColors: level, overflowColors: overflow };
+    };
     this.panes = {};
     for (const side of ['NPU', 'Bench']) {
       this.panes[side] = new TreePane({
@@ -68,7 +73,14 @@ export class App {
     }
     this.filePanel = new FilePanel(doc, { t: this.t, onChange: (change) => this.changeView(change) });
     const pick = (side, name) => this.selectNode(side, name, { scroll: 'center' });
-    this.filterPanel = new FilterPanel(doc.querySelector('#panel-filter'), { api: this.api, t: this.t, context, levelColors: colors, onPick: pick });
+    this.filterPanel = new FilterPanel(doc.querySelector('#panel-filter'), {
+      api: this.api,
+      t: this.t,
+      context,
+      levelColors: colors,
+      overflowColors: () => this.colors().overflow,
+      onPick: pick,
+    });
     this.searchPanel = new SearchPanel(doc.querySelector('#panel-search'), { api: this.api, t: this.t, context, onPick: pick });
     this.matchPanel = new MatchPanel(doc.querySelector('#panel-match'), {
       api: this.api,
@@ -104,6 +116,17 @@ export class App {
     return this.ready;
   }
 
+  /** The level and overflow colours as the theme draws them; worked out once per file
+   * table and theme, since every drawn tree row asks. */
+  colors() {
+    const { file, theme } = this.store.get();
+    const table = file?.config?.node_colors;
+    if (!this.colorsFor || this.colorsFor.table !== table || this.colorsFor.theme !== theme) {
+      this.colorsFor = { table, theme, level: levelColors(table, theme), overflow: overflowColors(theme) };
+    }
+    return this.colorsFor;
+  }
+
   context() {
     const state = this.store.get();
     return { graph: state.graph, step: state.step, rank: state.rank, microStep: state.microStep, file: state.file };
@@ -128,6 +151,11 @@ export class App {
     const wanted = parseUrlState(globalThis.location.search);
     const files = this.store.get().files;
     const file = files.find((item) => item.id === wanted.graph && !item.error) ?? files.find((item) => !item.error && item.config?.graph_type === 'compare') ?? files.find((item) => !item.error);
+    // A graph the address names but the server cannot open: say so, rather than show another.
+    if (wanted.graph && file?.id !== wanted.graph) {
+      const unreadable = files.some((item) => item.id === wanted.graph);
+      this.showStatus(this.t(unreadable ? 'status.graphUnreadable' : 'status.noGraph', { graph: wanted.graph, shown: file?.id ?? '–' }));
+    }
     if (!file) {
       this.filePanel.show(null, {});
       for (const pane of Object.values(this.panes)) pane.clear(this.t('file.none'));
@@ -446,7 +474,11 @@ export class App {
     if (changed.has('theme')) {
       save(STORAGE.theme, state.theme);
       this.applyTheme();
-      if (this.detailPanel.detail) this.detailPanel.render(); // chart colours follow the theme
+      // Fills follow the theme: the tree, the legend, the filter's chips, the chart.
+      for (const pane of Object.values(this.panes)) pane.list.refresh();
+      this.renderLegend();
+      this.filterPanel.recolor();
+      if (this.detailPanel.detail) this.detailPanel.render();
     }
     if (changed.has('lang')) {
       save(STORAGE.lang, state.lang);
@@ -489,6 +521,7 @@ export class App {
       nodeColors: state.file?.config?.node_colors,
       mode: state.mode,
       compare: this.compare,
+      colors: this.colors(),
       t: this.t,
     });
     this.doc.querySelector('#mode-overflow').disabled = !state.file?.config?.overflow_check;

@@ -1,5 +1,6 @@
 // Colours of nodes: precision from the file's own colour table (node_colors, msprobe's
 // format), overflow from a fixed light-to-dark blue scale, and a readable text colour on each.
+// The tables are made for a light page: the dark theme dims their near-white fills.
 
 export const LEVELS = ['pass', 'warning', 'error'];
 export const OVERFLOW_LEVELS = ['medium', 'high', 'critical'];
@@ -46,9 +47,14 @@ export function legendEntries(nodeColors) {
   );
 }
 
-/** level -> colour for chips and badges. */
-export function levelColors(nodeColors) {
-  return Object.fromEntries(legendEntries(nodeColors).map((entry) => [entry.level, entry.color]));
+/** level -> colour for chips and badges, as drawn in `theme`. */
+export function levelColors(nodeColors, theme = 'light') {
+  return Object.fromEntries(legendEntries(nodeColors).map((entry) => [entry.level, themedFill(entry.color, theme)]));
+}
+
+/** overflow level -> colour, as drawn in `theme`. */
+export function overflowColors(theme = 'light') {
+  return Object.fromEntries(OVERFLOW_LEVELS.map((level) => [level, themedFill(OVERFLOW_COLORS[level], theme)]));
 }
 
 /** The fill of a node: its server-computed colour in precision mode (the server applies the
@@ -59,12 +65,36 @@ export function nodeFill(node, mode) {
   return node.color ?? null;
 }
 
-/** Black or white text, whichever reads better on `hex`. */
-export function textOn(hex) {
+// The dark theme's panel (app.css, --panel there): a glaring fill is mixed into it.
+const DARK_PANEL = [0x1e, 0x21, 0x26];
+const GLARE = 0.9; // a fill brighter than this reads as white on a dark page
+const DARK_SHARE = 0.3; // how much of the fill's own colour the dimmed fill keeps
+
+function rgbOf(hex) {
   const match = /^#?([0-9a-f]{6})$/i.exec(hex ?? '');
   if (!match) return null;
   const value = parseInt(match[1], 16);
-  const [r, g, b] = [(value >> 16) & 255, (value >> 8) & 255, value & 255];
-  const luminance = (0.299 * r + 0.587 * g + 0.114 * b) / 255;
-  return luminance < 0.55 ? '#ffffff' : '#1a1a1a';
+  return [(value >> 16) & 255, (value >> 8) & 255, value & 255];
+}
+
+function luminance([r, g, b]) {
+  return (0.299 * r + 0.587 * g + 0.114 * b) / 255;
+}
+
+/** The fill to draw for `hex` in `theme`: the colour itself, except that on the dark theme a
+ * near-white one (pass #FFFCF3, overflow medium) becomes a dim tint of itself over the
+ * panel, so the nodes that are fine do not glare brighter than the ones that are not. */
+export function themedFill(hex, theme) {
+  if (theme !== 'dark') return hex;
+  const rgb = rgbOf(hex);
+  if (!rgb || luminance(rgb) <= GLARE) return hex;
+  const mixed = rgb.map((part, index) => Math.round(part * DARK_SHARE + DARK_PANEL[index] * (1 - DARK_SHARE)));
+  return `#${mixed.map((part) => part.toString(16).padStart(2, '0')).join('')}`;
+}
+
+/** Black or white text, whichever reads better on `hex`. */
+export function textOn(hex) {
+  const rgb = rgbOf(hex);
+  if (!rgb) return null;
+  return luminance(rgb) < 0.55 ? '#ffffff' : '#1a1a1a';
 }

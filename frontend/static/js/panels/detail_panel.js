@@ -3,6 +3,7 @@
 // only"), a statistics chart, call stacks and merge info. All file data is set as text.
 
 import { renderStatsChart, purgeChart } from '../charts/stats_chart.js';
+import { themedFill } from '../colors.js';
 import { el, setChildren } from '../dom.js';
 import { formatNumber } from '../format.js';
 import { buildIoTable, visibleGroups } from './io_table.js';
@@ -93,7 +94,8 @@ export class DetailPanel {
       if (!sideOut) return el('div', { className: 'detail-side missing' }, el('span', { className: 'muted' }, `${label}: –`));
       const node = sideOut.node;
       const chip = el('span', { className: 'chip' });
-      const color = node.color ?? (node.matched === false ? colors.unmatched : null);
+      // The tree's fill for the node: node.color is the file's, so it is themed here.
+      const color = node.color ? themedFill(node.color, document.documentElement.dataset.theme) : node.matched === false ? colors.unmatched : null;
       chip.style.backgroundColor = color ?? 'transparent';
       const name = el('button', { type: 'button', className: 'link node-link', title: node.name, onclick: () => this.onGoTo(side, node.name) }, node.name);
       const facts = [node.type_name, node.level ? this.t(`level.${node.level}`) : null, node.overflow ? `${this.t('header.overflow')}: ${this.t(`overflow.${node.overflow}`)}` : null]

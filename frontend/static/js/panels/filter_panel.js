@@ -1,16 +1,16 @@
 // Precision and overflow filters: tick levels, get the matching nodes (server-side /filter,
 // paged) in execution order, step through them; each pick reveals the node in its pane.
 
-import { OVERFLOW_COLORS } from '../colors.js';
 import { formatCount } from '../format.js';
 import { ResultList } from '../widgets/result_list.js';
 
 export class FilterPanel {
-  constructor(root, { api, t, context, levelColors, onPick }) {
+  constructor(root, { api, t, context, levelColors, overflowColors, onPick }) {
     this.api = api;
     this.t = t;
     this.context = context; // () => {graph, step, rank, file}
     this.levelColors = levelColors; // () => {pass, warning, error, unmatched}
+    this.overflowColors = overflowColors; // () => {medium, high, critical}
     this.root = root;
     this.boxes = [...root.querySelectorAll('input[type=checkbox][data-kind]')];
     this.sideSelect = root.querySelector('#filter-side');
@@ -20,7 +20,7 @@ export class FilterPanel {
     this.results = new ResultList(root.querySelector('#filter-results'), {
       t,
       onPick: (item) => onPick(this.side, item.name),
-      colorOf: (item) => (item.overflow && this.onlyOverflow() ? OVERFLOW_COLORS[item.overflow] : item.color),
+      colorOf: (item) => (item.overflow && this.onlyOverflow() ? this.overflowColors()[item.overflow] : item.color),
     });
     for (const box of this.boxes) box.addEventListener('change', () => this.run());
     this.sideSelect.addEventListener('change', () => this.run());
@@ -50,9 +50,7 @@ export class FilterPanel {
     this.overflowSet.title = overflow ? '' : this.t('filter.noOverflow');
     this.sideSelect.disabled = !compare;
     if (!compare) this.sideSelect.value = 'NPU';
-    const colors = this.levelColors();
-    for (const chip of this.root.querySelectorAll('.chip[data-level]')) chip.style.backgroundColor = colors[chip.dataset.level] ?? '';
-    for (const chip of this.root.querySelectorAll('.chip[data-overflow]')) chip.style.backgroundColor = OVERFLOW_COLORS[chip.dataset.overflow];
+    this.recolor();
     const stats = file?.graphs?.find((g) => g.side === this.side && g.step === step && g.rank === rank);
     this.setCounts({
       pass: stats?.pass_count,
@@ -61,6 +59,14 @@ export class FilterPanel {
       unmatched: stats?.unmatched,
     });
     this.results.reset(null, 'filter.choose');
+  }
+
+  /** Colour the level chips as the tree draws them (file table, theme). */
+  recolor() {
+    const colors = this.levelColors();
+    const overflow = this.overflowColors();
+    for (const chip of this.root.querySelectorAll('.chip[data-level]')) chip.style.backgroundColor = colors[chip.dataset.level] ?? '';
+    for (const chip of this.root.querySelectorAll('.chip[data-overflow]')) chip.style.backgroundColor = overflow[chip.dataset.overflow];
   }
 
   setCounts(counts) {

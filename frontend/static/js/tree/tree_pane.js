@@ -2,7 +2,6 @@
 // nodes through /path, draws visible rows with a VirtualList, and handles mouse and keyboard.
 // It reports user actions (select, toggle, context menu) to the app, which syncs the panes.
 
-import { OVERFLOW_COLORS } from '../colors.js';
 import { VirtualList } from '../widgets/virtual_list.js';
 import { TreeModel } from './tree_model.js';
 import { ROW_HEIGHT, createRowElement, renderGapRow, renderNodeRow } from './tree_rows.js';
@@ -13,7 +12,7 @@ export const MORE_PAGE = 1000; // each further page while scrolling a wide level
 export class TreePane {
   /**
    * @param {{side: 'NPU'|'Bench', host: HTMLElement, api: object, t: Function,
-   *   view: () => {mode: string, levelColors: object},
+   *   view: () => {mode: string, theme: string, levelColors: object, overflowColors: object},
    *   onSelect?: Function, onToggle?: Function, onContextMenu?: Function, onError?: Function}} options
    */
   constructor({ side, host, api, t, view, onSelect, onToggle, onContextMenu, onError }) {
@@ -43,6 +42,7 @@ export class TreePane {
       createRow: createRowElement,
       renderRow: (row, index) => this.renderRow(row, index),
       onRange: (first, last) => this.loadGapsInView(first, last),
+      pinFirst: true, // the root stays in view however deep the tree is scrolled
     });
     this.empty = document.createElement('p');
     this.empty.className = 'tree-empty muted';
@@ -318,8 +318,9 @@ export class TreePane {
     const view = this.view();
     renderNodeRow(row, data, item.depth, {
       mode: view.mode,
+      theme: view.theme,
       levelColors: view.levelColors,
-      overflowColors: OVERFLOW_COLORS,
+      overflowColors: view.overflowColors,
       t: this.t,
       selected: item.name === this.selected,
       counterpart: item.name === this.counterpart,

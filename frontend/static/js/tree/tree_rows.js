@@ -1,7 +1,7 @@
 // Drawing one tree row into a pooled element: twisty, name (filled with the node's colour),
 // markers and roll-up badges. Everything from the file is set as text.
 
-import { nodeFill, textOn } from '../colors.js';
+import { nodeFill, textOn, themedFill } from '../colors.js';
 import { formatCount, shortLabel } from '../format.js';
 
 export const ROW_HEIGHT = 24;
@@ -36,8 +36,8 @@ function badge(text, color, title) {
   return element;
 }
 
-/** Fill `row` for a node row. `view`: {mode, levelColors, overflowColors, t, selected,
- * counterpart, expanded, loading} */
+/** Fill `row` for a node row. `view`: {mode, theme, levelColors, overflowColors, t, selected,
+ * counterpart, expanded, loading} (the colours already as `theme` draws them) */
 export function renderNodeRow(row, data, depth, view) {
   const [twisty, label, marks, badges] = row.children;
   row.classList.remove('gap-row');
@@ -56,7 +56,7 @@ export function renderNodeRow(row, data, depth, view) {
 
   label.textContent = shortLabel(data.name, depth);
   label.title = data.name;
-  const fill = nodeFill(data, view.mode);
+  const fill = themedFill(nodeFill(data, view.mode), view.theme);
   label.style.backgroundColor = fill ?? '';
   label.style.color = fill ? (textOn(fill) ?? '') : '';
   label.classList.toggle('filled', Boolean(fill));

@@ -1,7 +1,8 @@
 // A list of fixed-height rows of which only those in view (plus a margin) exist in the DOM:
 // the cost of drawing is the same for 20 rows as for 1,000,000. Rows are pooled elements
 // that `renderRow(element, index)` fills; `onRange(first, last)` says what is on screen
-// (to fetch the next page when a placeholder row comes into view).
+// (to fetch the next page when a placeholder row comes into view). With `pinFirst`, row 0
+// (a tree's root) stays at the top while the rest scroll under it, so it never leaves view.
 
 // Browsers stop growing an element at ~16-33M px; past that, rows are scaled into it.
 const MAX_SCROLL_HEIGHT = 8_000_000;
@@ -9,9 +10,9 @@ const MAX_SCROLL_HEIGHT = 8_000_000;
 export class VirtualList {
   /**
    * @param {HTMLElement} host scrolling container (overflow: auto)
-   * @param {{rowHeight: number, createRow: () => HTMLElement, renderRow: (el: HTMLElement, index: number) => void, onRange?: (first: number, last: number) => void, overscan?: number}} options
+   * @param {{rowHeight: number, createRow: () => HTMLElement, renderRow: (el: HTMLElement, index: number) => void, onRange?: (first: number, last: number) => void, overscan?: number, pinFirst?: boolean}} options
    */
-  constructor(host, { rowHeight, createRow, renderRow, onRange = null, overscan = 8 }) {
+  constructor(host, { rowHeight, createRow, renderRow, onRange = null, overscan = 8, pinFirst = false }) {
     this.host = host;
     this.rowHeight = rowHeight;
     this.createRow = createRow;
@@ -29,10 +30,29 @@ export class VirtualList {
     this.layer = document.createElement('div');
     this.layer.className = 'vlist-layer';
     host.append(this.spacer, this.layer);
+    this.pinned = pinFirst ? this.pinnedRow() : null;
     host.addEventListener('scroll', () => this.schedule(), { passive: true });
     if (typeof ResizeObserver !== 'undefined') {
       new ResizeObserver(() => this.schedule()).observe(host);
     }
+  }
+
+  /** The sticky element that shows row 0 once the list is scrolled: it sits at the top of
+   * the scrolled area and takes no room in it (its negative margin cancels its height). */
+  pinnedRow() {
+    const row = this.createRow();
+    row.classList.add('vlist-row', 'vlist-pinned');
+    BASE_CLASS.set(row, row.className);
+    row.style.height = `${this.rowHeight}px`;
+    row.style.marginBottom = `-${this.rowHeight}px`;
+    row.hidden = true;
+    this.host.prepend(row);
+    return row;
+  }
+
+  /** Row 0 is drawn pinned (not in the layer) while the list is scrolled at all. */
+  get pinning() {
+    return this.pinned !== null && this.count > 0 && this.host.scrollTop > 0;
   }
 
   get scale() {
@@ -71,12 +91,22 @@ export class VirtualList {
   render() {
     const scale = this.scale;
     const top = this.topIndex();
-    const first = Math.max(0, top - this.overscan);
+    const pinning = this.pinning;
+    // A pinned row 0 is drawn once, in its sticky element: the layer starts after it.
+    const first = Math.max(pinning ? 1 : 0, top - this.overscan);
     const last = Math.min(this.count - 1, top + this.visibleRows() + this.overscan);
     const needed = Math.max(0, last - first + 1);
+    if (pinning) {
+      this.pinned.hidden = false;
+      this.pinned.dataset.index = '0';
+      this.renderRow(this.pinned, 0);
+    } else if (this.pinned && !this.pinned.hidden) {
+      forget(this.pinned);
+    }
     while (this.pool.length < needed) {
       const row = this.createRow();
       row.classList.add('vlist-row');
+      BASE_CLASS.set(row, row.className);
       row.style.height = `${this.rowHeight}px`;
       this.layer.append(row);
       this.pool.push(row);
@@ -88,8 +118,7 @@ export class VirtualList {
         row.dataset.index = String(first + i);
         this.renderRow(row, first + i);
       } else if (!row.hidden) {
-        row.hidden = true;
-        delete row.dataset.index;
+        forget(row);
       }
     }
     // With scaling, the layer is placed where the scaled scroll position maps row `first`.
@@ -101,15 +130,16 @@ export class VirtualList {
   }
 
   /** Scroll so row `index` is in view: 'nearest' moves as little as possible, 'center' puts it
-   * in the middle. */
+   * in the middle. Below a pinned row 0, "in view" starts one row down. */
   scrollToIndex(index, align = 'nearest') {
     if (index < 0 || index >= this.count) return;
     const unit = this.rowHeight * this.scale;
     const rowTop = index * unit;
     const height = this.host.clientHeight;
     let target = this.host.scrollTop;
+    const covered = this.pinned && index > 0 ? this.rowHeight : 0;
     if (align === 'center') target = rowTop - height / 2 + this.rowHeight / 2;
-    else if (rowTop < target) target = rowTop;
+    else if (rowTop < target + covered) target = rowTop - covered;
     else if (rowTop + this.rowHeight > target + height) target = rowTop + this.rowHeight - height;
     this.host.scrollTop = Math.max(0, target);
     this.render();
@@ -117,6 +147,19 @@ export class VirtualList {
 
   /** The pooled element showing row `index`, if it is drawn. */
   elementAt(index) {
+    if (index === 0 && this.pinning) return this.pinned;
     return this.pool.find((row) => !row.hidden && row.dataset.index === String(index)) ?? null;
   }
+}
+
+// A pooled row's classes as created, before renderRow added state ('selected', …).
+const BASE_CLASS = new WeakMap();
+
+/** Hide a pooled row and drop what it last showed (id, data-*, state classes), so no hidden
+ * row answers to a name, an index or a state that a visible one now holds. */
+function forget(row) {
+  row.hidden = true;
+  row.className = BASE_CLASS.get(row) ?? row.className;
+  row.removeAttribute('id');
+  for (const key of Object.keys(row.dataset)) delete row.dataset[key];
 }
