@@ -9,6 +9,7 @@ write tensors, scalars and process groups as msprobe's dump.json holds them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,10 @@ class RankDump:
     data: dict[str, Any] = field(default_factory=dict)
     stacks: dict[str, list[str]] = field(default_factory=dict)
     megatron_micro_steps: int | None = None  # writes megatron_micro_step_number when set
+    # Entries written a second time at the end of dump.json's data / construct.json, under the
+    # same name, as a corrupted or concatenated dump holds them (JSON objects cannot say so).
+    repeated_records: list[tuple[str, Any]] = field(default_factory=list)
+    repeated_construct: list[tuple[str, Parent]] = field(default_factory=list)
 
     def add(
         self,
@@ -164,16 +169,30 @@ class RankDump:
         stack_format: Literal["grouped", "legacy"] = "grouped",
     ) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        dump = {**self.header(), "data": self.data}
+        dump = {**self.header(), "data": _with_repeats(self.data, self.repeated_records)}
         files = {
-            "construct.json": self.construct_json(),
+            "construct.json": _with_repeats(self.construct_json(), self.repeated_construct),
             "dump.json": dump,
             "stack.json": self.stack_json(stack_format),
         }
         for file_name, document in files.items():
             # json.dumps writes NaN / Infinity / -Infinity tokens, as msprobe's files hold.
-            (folder / file_name).write_text(json.dumps(document, indent=indent), "utf-8")
+            text = _REPEAT_KEY.sub(r'"\1"', json.dumps(document, indent=indent))
+            (folder / file_name).write_text(text, "utf-8")
         return folder
+
+
+# A repeated entry's stand-in key, "name" + this + its index, which ``write`` renames back.
+_REPEAT_MARK = "\x00repeat"
+_REPEAT_KEY = re.compile(r'"([^"]*)\\u0000repeat\d+"')
+
+
+def _with_repeats(entries: dict[str, Any], repeats: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``entries``, then ``repeats`` under stand-in keys (a JSON object cannot repeat a key)."""
+    result = dict(entries)
+    for index, (name, value) in enumerate(repeats):
+        result[f"{name}{_REPEAT_MARK}{index}"] = value
+    return result
 
 
 def write_dump_root(root: Path, ranks: Mapping[tuple[int, int], RankDump]) -> Path:

@@ -15,7 +15,16 @@ import pytest
 from fixture_cases import FIXTURES, fixture_path
 from graphboard.dump import _records
 from graphboard.dump.jsonio import DumpFile
-from graphboard.dump.records import Param, Role, _shapes, parse_record, parse_record_in_python
+from graphboard.dump.records import (
+    Param,
+    Role,
+    _shapes,
+    parse_record,
+    parse_record_in_python,
+    take_text_statistics,
+    text_statistics,
+)
+from graphboard.dump.repeats import count_line_starts, count_line_starts_in_python
 from graphboard.graph.builder import DumpRecords
 
 
@@ -31,8 +40,14 @@ def _strict(params: list[Param]) -> list[tuple[tuple[str, str], ...]]:
 
 
 def _same_both_ways(name: str, record: Any, path: Path) -> list[Param]:
+    """The same Params, and the same count of statistics read as text (which is how many
+    text statistics the Params hold)."""
+    take_text_statistics()
     compiled = parse_record(name, record, path)
+    texts = take_text_statistics()
     assert _strict(compiled) == _strict(parse_record_in_python(name, record, path)), name
+    assert take_text_statistics() == texts, name
+    assert texts == sum(len(text_statistics(param)) for param in compiled), name
     return compiled
 
 
@@ -188,3 +203,40 @@ def test_a_damaged_pack_is_an_error_not_a_crash() -> None:
         _records.unpack_params(packed + b"\x00")
     with pytest.raises(TypeError, match="expected a list"):
         _records.pack_params({"a": (Param("k", Role.INPUT),)})
+
+
+# ---- counting line starts (repeats.py's cheap test for repeated keys) -------------------
+
+
+def test_line_starts_count_the_same_in_every_real_dump_file() -> None:
+    fixture_path()  # skips without ../shared
+    files = sorted(FIXTURES.rglob("*.json"))
+    assert len(files) >= 24
+    for path in files:
+        text = path.read_bytes()
+        for prefix in (b' "', b'  "', b"  }", b""):
+            expected = count_line_starts_in_python(text, prefix)
+            assert count_line_starts(text, prefix) == expected, (path, prefix)
+
+
+@pytest.mark.parametrize(
+    ("text", "prefix"),
+    [
+        (b"", b'  "'),
+        (b"\n", b""),
+        (b'{\n  "a": 1,\n  "b": {\n   "c": 2}\n}', b'  "'),
+        (b'\r\n  "a"\r\n  "b', b'  "'),  # CRLF: the prefix follows the newline
+        (b'x\n  "', b'  "'),  # a prefix that ends the text
+        (b"x\n  ", b'  "'),  # cut short
+        (b"\n\n\n", b""),
+        ("\n é\n é".encode(), " é".encode()),
+    ],
+)
+def test_line_starts_count_the_same_at_the_edges(text: bytes, prefix: bytes) -> None:
+    assert count_line_starts(text, prefix) == count_line_starts_in_python(text, prefix)
+
+
+@pytest.mark.parametrize("count", [count_line_starts, count_line_starts_in_python])
+def test_a_prefix_holding_a_newline_is_refused(count: Any) -> None:
+    with pytest.raises(ValueError, match="the prefix holds a newline"):
+        count(b"a\n\nb", b"\n")

@@ -10,7 +10,7 @@ import math
 
 from graphboard.compare.metrics import RELATIVE_METRIC_NAMES, is_number
 from graphboard.compare.result import DataMode, Level, ParamRow
-from graphboard.dump.records import Stat
+from graphboard.dump.records import Stat, text_statistics
 
 IGNORE_ALL = frozenset(
     {
@@ -46,6 +46,7 @@ MSG_MD5 = "error: checksums differ"
 MSG_MD5_MISSING = "warning: parameter has no checksum on one side"
 MSG_ONLY_TARGET = "warning: parameter only in the target"
 MSG_ONLY_GOLDEN = "warning: parameter only in the golden"
+MSG_TEXT_STATISTICS = "warning: statistics that are not numbers cannot be compared: {}"
 
 NORM_RELATIVE = RELATIVE_METRIC_NAMES[3]  # "NormRelativeErr"
 
@@ -93,6 +94,40 @@ def _fused_projection(name: str) -> bool:
     """A fused q/k/v or gate/up projection, whose dtype msprobe does not judge (its halves
     may be kept in different precisions)."""
     return "qkv" in name or "gate_up" in name
+
+
+def _check_text_statistics(rows: list[ParamRow]) -> None:
+    """A tensor statistic that is text (a damaged dump) cannot be compared: msprobe shows
+    N/A and passes the row; here the row says so, as a warning."""
+    for row in rows:
+        npu, bench = row.npu, row.bench
+        # Eight class tests inline, no call: this runs for every row of a statistics compare.
+        if not (
+            npu is not None
+            and (
+                npu.max.__class__ is str
+                or npu.min.__class__ is str
+                or npu.mean.__class__ is str
+                or npu.norm.__class__ is str
+            )
+        ) and not (
+            bench is not None
+            and (
+                bench.max.__class__ is str
+                or bench.min.__class__ is str
+                or bench.mean.__class__ is str
+                or bench.norm.__class__ is str
+            )
+        ):
+            continue
+        sides: list[str] = []
+        for side, param in (("target", npu), ("golden", bench)):
+            found = text_statistics(param) if param is not None else []
+            if found:
+                stats = ", ".join(f"{field} {value!r}" for field, value in found)
+                sides.append(f"{side} {stats}")
+        if sides:  # not a scalar argument's text value
+            row.raise_to(Level.WARNING, MSG_TEXT_STATISTICS.format("; ".join(sides)))
 
 
 def _check_common(rows: list[ParamRow], outputs: set[int], golden_name: str) -> None:
@@ -213,6 +248,7 @@ def apply_rules(
         index = {id(row): position for position, row in enumerate(rows)}
         _check_md5(checked, [checksums[index[id(row)]] for row in checked])
     elif mode is DataMode.SUMMARY:
+        _check_text_statistics(checked)
         _check_inf_nan(checked)
         _check_statistics(inputs, outputs, skip_inputs)
         _check_common(checked, {id(row) for row in outputs}, golden_name or node_name)

@@ -99,11 +99,45 @@ static PyObject *dict_key(PyObject *prefix, PyObject *name) {
     return key;
 }
 
+/* Tensor statistics read as text since take_text_statistics last ran: the caller scans its
+ * records for them only when there are any (records.take_text_statistics). */
+static Py_ssize_t text_statistics;
+
 /* records._tensor_stat: numbers, None, booleans and strings as they are, the rest as text. */
 static PyObject *tensor_stat(PyObject *value) {
     if (value == NULL || value == Py_None) return Py_NewRef(Py_None);
-    if (PyFloat_Check(value) || PyLong_Check(value) || PyUnicode_Check(value)) return Py_NewRef(value);
+    if (PyFloat_Check(value) || PyLong_Check(value)) return Py_NewRef(value);
+    text_statistics++;
+    if (PyUnicode_Check(value)) return Py_NewRef(value);
     return PyObject_Str(value);
+}
+
+static PyObject *take_text_statistics(PyObject *module, PyObject *unused) {
+    Py_ssize_t count = text_statistics;
+    text_statistics = 0;
+    return PyLong_FromSsize_t(count);
+}
+
+/* count_line_starts(text, prefix): how many lines after the first start with prefix, i.e.
+ * text.count(b"\n" + prefix) for a prefix without a newline; memchr finds the newlines. */
+static PyObject *count_line_starts(PyObject *module, PyObject *args) {
+    Py_buffer text, prefix;
+    if (!PyArg_ParseTuple(args, "y*y*", &text, &prefix)) return NULL;
+    if (memchr(prefix.buf, '\n', (size_t)prefix.len) != NULL) {
+        PyBuffer_Release(&text);
+        PyBuffer_Release(&prefix);
+        PyErr_SetString(PyExc_ValueError, "the prefix holds a newline");
+        return NULL;
+    }
+    Py_ssize_t count = 0;
+    const char *at = text.buf, *end = (const char *)text.buf + text.len;
+    while ((at = memchr(at, '\n', (size_t)(end - at))) != NULL) {
+        at++;
+        if (end - at >= prefix.len && memcmp(at, prefix.buf, (size_t)prefix.len) == 0) count++;
+    }
+    PyBuffer_Release(&text);
+    PyBuffer_Release(&prefix);
+    return PyLong_FromSsize_t(count);
 }
 
 /* records._shape */
@@ -568,6 +602,10 @@ static PyMethodDef methods[] = {
     {"unpack_params", unpack_params, METH_O, "unpack_params(bytes) -> {name: [Param, ...]}"},
     {"parse_sections", (PyCFunction)(void (*)(void))parse_sections, METH_FASTCALL,
      "parse_sections(record, path, name): the record's Params, or None for records.py"},
+    {"take_text_statistics", take_text_statistics, METH_NOARGS,
+     "take_text_statistics(): tensor statistics read as text since the last call"},
+    {"count_line_starts", count_line_starts, METH_VARARGS,
+     "count_line_starts(text, prefix): text.count(b'\\n' + prefix), prefix without a newline"},
     {NULL},
 };
 

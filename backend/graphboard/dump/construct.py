@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from graphboard.dump.jsonio import load_json_object
+from graphboard.dump.jsonio import read_json_object
+from graphboard.dump.repeats import repeated_keys
 from graphboard.errors import DumpError
 
 MEGATRON_KEY = "megatron_micro_step_number"
@@ -16,10 +17,12 @@ class Construct:
     parents: dict[str, str | None]  # file order is execution order
     micro_steps: dict[str, int] | None = None  # Megatron form only
     micro_step_count: int | None = None
+    repeated: list[str] = field(default_factory=list)  # names given more than once, last kept
 
 
 def read_construct(path: Path) -> Construct:
-    raw = load_json_object(path, "construct.json (child name -> parent name)")
+    raw, text = read_json_object(path, "construct.json (child name -> parent name)")
+    repeated = repeated_keys(text, raw, None)
     megatron = MEGATRON_KEY in raw
     count = raw.pop(MEGATRON_KEY, None) if megatron else None
     if not raw:
@@ -48,9 +51,10 @@ def read_construct(path: Path) -> Construct:
                 record=child,
                 expected="a node name or null",
             )
-        parents[child] = value
+        # msprobe's own test dumps give "" as a top-level parent; msprobe reads it as none.
+        parents[child] = value or None
     if megatron:
         if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
             raise DumpError(path, f"{MEGATRON_KEY} is {count!r}", expected="an integer")
-        return Construct(parents, micro_steps, count)
-    return Construct(parents)
+        return Construct(parents, micro_steps, count, repeated)
+    return Construct(parents, repeated=repeated)

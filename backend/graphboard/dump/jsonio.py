@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, TextIO
 
 import orjson
 
+from graphboard.dump.repeats import INDENT, repeated_keys
 from graphboard.errors import DumpError
 
 # Above this size dump.json is streamed instead of parsed whole.
@@ -73,12 +74,18 @@ def parse_json_bytes(raw: bytes, path: Path, what: str) -> Any:
 
 def load_json_object(path: Path, what: str) -> dict[str, Any]:
     """Load a JSON file whose top level must be an object."""
-    value = parse_json_bytes(read_text(path), path, "object")
+    return read_json_object(path, what)[0]
+
+
+def read_json_object(path: Path, what: str) -> tuple[dict[str, Any], bytes]:
+    """load_json_object, with the file's text (to look for repeated keys in)."""
+    raw = read_text(path)
+    value = parse_json_bytes(raw, path, "object")
     if not isinstance(value, dict):
         raise DumpError(
             path, f"top level is a JSON {type(value).__name__}", expected=f"{what} as a JSON object"
         )
-    return value
+    return value, raw
 
 
 class _TextStream:
@@ -190,12 +197,19 @@ class _TextStream:
 
 
 class DumpFile:
-    """dump.json read record by record. ``header`` is complete once ``records()`` is exhausted."""
+    """dump.json read record by record. ``header`` is complete once ``records()`` is exhausted.
+
+    A file that is ``{}`` (no header, no data; msprobe builds from construct.json alone) has
+    no records and sets ``empty``. ``repeated_records`` names the records that appear twice.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.header: dict[str, Any] = {}
         self.has_data = False
+        self.empty = False
+        self.record_keys = 0  # record names the parser read, repeats included
+        self._repeats: list[str] | None = None  # known once the whole file was parsed
 
     def records(self) -> Iterator[tuple[str, Any]]:
         try:
@@ -210,15 +224,38 @@ class DumpFile:
             yield from split.records()
             self.header = split.header
             self.has_data = True
+            self.record_keys = split.record_keys
         else:
             yield from self._streamed()
 
+    def repeated_records(self, distinct: int) -> list[str]:
+        """Record names that appear more than once, in order, once ``records()`` gave
+        ``distinct`` names; nothing to do unless the parser read more names than that."""
+        if self._repeats is not None:
+            return self._repeats
+        if self.record_keys == distinct:
+            return []
+        # The split and streamed readers hand every repeat on: read the names again.
+        seen: set[str] = set()
+        repeats: dict[str, None] = {}
+        for name, _ in DumpFile(self.path).records():
+            if name in seen:
+                repeats[name] = None
+            seen.add(name)
+        return list(repeats)
+
     def _whole(self) -> Iterator[tuple[str, Any]]:
-        document = load_json_object(self.path, "dump.json")
+        document, raw = read_json_object(self.path, "dump.json")
+        if not document:
+            self.empty = True
+            self._repeats = []
+            return
         data = document.get("data")
         self.header = {key: value for key, value in document.items() if key != "data"}
         self._check_data(data)
         assert isinstance(data, dict)
+        self._repeats = repeated_keys(raw, data, "data")
+        self.record_keys = len(data)
         yield from data.items()
 
     def _check_data(self, data: Any) -> None:
@@ -252,12 +289,15 @@ class DumpFile:
                     self._check_data(stream.value())
                 self.has_data = True
                 for name in stream.keys("node name"):
+                    self.record_keys += 1
                     yield name, stream.value()
             if not self.has_data:
+                if not self.header:
+                    self.empty = True
+                    return
                 self._check_data(None)
 
 
-_INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
 _SPACES = re.compile(rb"[ \t\r\n]*")
 _BATCH_RECORDS = 256  # records per orjson call on the fast path
 _SPLIT_CHUNK = 32 * 1024 * 1024
@@ -287,6 +327,7 @@ class _PrettySplitter:
         self.path = path
         self.header: dict[str, Any] = {}
         self.unit = b""
+        self.record_keys = 0
 
     def detect(self) -> bool:
         try:
@@ -294,7 +335,7 @@ class _PrettySplitter:
                 head = handle.read(_DETECT_BYTES)
         except OSError:
             return False
-        match = _INDENT.match(head)
+        match = INDENT.match(head)
         if match is None:
             return False
         unit = match.group(1)
@@ -409,6 +450,7 @@ class _PrettySplitter:
                         closing = end is not None and stop == last_pair + 1
                         batch = self._batch(buf, bounds[index], bounds[stop], stop - index, closing)
                         if batch is not None:
+                            self.record_keys += stop - index  # none repeated in the batch
                             yield from batch.items()
                             index = stop
                             continue
@@ -437,6 +479,7 @@ class _PrettySplitter:
                             f"unexpected content at line {line}",
                             expected="one record per key",
                         )
+                    self.record_keys += 1
                     yield from record.items()
                     index += 1
                 if end is not None:

@@ -93,12 +93,63 @@ def is_parameters_grad(name: str) -> bool:
     )
 
 
+_text_statistics = 0  # as _records.c counts them: see take_text_statistics
+
+
 def _tensor_stat(value: Any) -> Stat:
     """Numbers, None, booleans and strings stay as they are: an integer tensor's Max of 0 stays
-    0, which msprobe shows as "0" (and its differences as integers too); anything else is text."""
-    if value is None or isinstance(value, float | int | str):
+    0, which msprobe shows as "0" (and its differences as integers too); anything else is text.
+    Text is counted (take_text_statistics): this runs only for a statistic that is no float."""
+    global _text_statistics
+    if value is None or isinstance(value, float | int):
         return value
-    return str(value)
+    _text_statistics += 1
+    return value if isinstance(value, str) else str(value)
+
+
+def take_text_statistics() -> int:
+    """How many tensor statistics were read as text since the last call (both parsers count
+    them as they go, at no cost to a number), so a caller scans its records for them only
+    when there are some."""
+    global _text_statistics
+    count = _text_statistics + _records.take_text_statistics()
+    _text_statistics = 0
+    return count
+
+
+STAT_FIELDS = ("Max", "Min", "Mean", "Norm")
+
+
+def text_statistics(param: Param) -> list[tuple[str, str]]:
+    """(field, text) of each statistic of a tensor parameter that is text, not a number."""
+    if not param.is_tensor:
+        return []
+    stats = (param.max, param.min, param.mean, param.norm)
+    return [
+        (field, value)
+        for field, value in zip(STAT_FIELDS, stats, strict=True)
+        if isinstance(value, str)
+    ]
+
+
+def text_statistics_warning(path: Path, records: dict[str, list[Param]]) -> str | None:
+    """One line for a file whose tensor statistics include text: how many, and the first."""
+    count = 0
+    first = ""
+    for name, params in records.items():
+        for param in params:
+            found = text_statistics(param)
+            if found and not first:
+                field, value = found[0]
+                first = f"the first in record {name!r}: {param.key} {field} {value!r}"
+            count += len(found)
+    if not count:
+        return None
+    many = "statistics are" if count > 1 else "statistic is"
+    return (
+        f"{path}: {count} tensor {many} not numbers (scored as warnings where msprobe passes"
+        f" them), {first}"
+    )
 
 
 def _shape(value: Any) -> tuple[Any, ...] | None:

@@ -18,7 +18,14 @@ from graphboard.dump import _records
 from graphboard.dump.construct import Construct, read_construct
 from graphboard.dump.jsonio import DumpFile
 from graphboard.dump.layout import TENSOR_DIR, RankDir
-from graphboard.dump.records import Param, batch_p2p_ops, parse_record
+from graphboard.dump.records import (
+    Param,
+    batch_p2p_ops,
+    parse_record,
+    take_text_statistics,
+    text_statistics_warning,
+)
+from graphboard.dump.repeats import repeats_warning
 from graphboard.dump.stack import Stack, read_stacks
 from graphboard.errors import DumpError
 from graphboard.graph import names
@@ -52,10 +59,19 @@ class DumpRecords:
         dump = DumpFile(path)
         self.params: dict[str, list[Param]] = {}
         self.batch_p2p: dict[str, list[dict[str, object]]] = {}
+        self.warnings: list[str] = []
+        take_text_statistics()  # from zero: the parsers count them as they go
         for name, record in dump.records():
             self.params[name] = parse_record(name, record, path)
             if "batch_isend_irecv" in name:
                 self.batch_p2p[name] = batch_p2p_ops(record)
+        repeated = dump.repeated_records(len(self.params))
+        if repeated:
+            self.warnings.append(repeats_warning(path, repeated, "record"))
+        # Rare: only then are the records scanned for them (a repeat may have replaced them).
+        text = text_statistics_warning(path, self.params) if take_text_statistics() else None
+        if text is not None:
+            self.warnings.append(text)
         # one scan, after: a statistics dump has no md5 to stop it early
         self.has_md5 = any(
             param.md5 is not None and param.is_tensor
@@ -63,6 +79,12 @@ class DumpRecords:
             for param in params
         )
         header = dump.header
+        if dump.empty:
+            header = {"task": "structure"}  # names only, which is what construct.json gives
+            self.warnings.append(
+                f"{path}: dump.json is {{}} (no task, no records): the graph is built from"
+                " construct.json alone, without parameters"
+            )
         self.task = header.get("task")
         self.level = header.get("level")
         self.framework = header.get("framework") or "pytorch"
@@ -77,7 +99,7 @@ class DumpRecords:
     def __reduce__(self) -> tuple[Any, ...]:
         header = (self.task, self.level, self.framework, self.dump_data_dir)
         packed = _records.pack_params(self.params)
-        return (_unpickle_records, (packed, self.batch_p2p, self.has_md5, header))
+        return (_unpickle_records, (packed, self.batch_p2p, self.has_md5, header, self.warnings))
 
 
 def _unpickle_records(
@@ -85,11 +107,13 @@ def _unpickle_records(
     batch_p2p: dict[str, list[dict[str, object]]],
     has_md5: bool,
     header: tuple[Any, Any, Any, Any],
+    warnings: list[str],
 ) -> DumpRecords:
     records = DumpRecords.__new__(DumpRecords)
     records.params = _records.unpack_params(packed)
     records.batch_p2p = batch_p2p
     records.has_md5 = has_md5
+    records.warnings = warnings
     records.task, records.level, records.framework, records.dump_data_dir = header
     return records
 
@@ -277,8 +301,13 @@ def build_graph(rank_dir: RankDir, side: str = NPU, records: DumpRecords | None 
     are already parsed)."""
     warnings: list[str] = []
     construct = read_construct(rank_dir.file("construct.json"))
+    if construct.repeated:
+        warnings.append(
+            repeats_warning(rank_dir.file("construct.json"), construct.repeated, "node")
+        )
     if records is None:
         records = read_records(rank_dir)
+    warnings.extend(records.warnings)
     stacks = read_stacks(rank_dir.file("stack.json"), warnings)
     return assemble_graph(construct, records, stacks, rank_dir, side, warnings)
 

@@ -1,0 +1,81 @@
+"""Keys repeated in one JSON object, which every JSON parser resolves silently, the last wins.
+
+msprobe writes one key per record, so a repeated record name in dump.json, or node name in
+construct.json, means a corrupted or concatenated dump. orjson does not say when it drops
+one. The check costs next to nothing: in a pretty-printed file (msprobe writes ``indent=1``)
+every key of an object at depth d starts a line indented d units, so counting those lines
+(memchr speed, in _records.c) gives how many keys the text holds. Only when that differs
+from the parsed object's size (a repeat, a compact file, or other keys at that depth) is the
+text parsed again, with the standard parser, to name the repeated keys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from graphboard.dump import _records
+
+# A pretty-printed object's first key, indented by the file's unit (msprobe's: one space).
+INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
+
+
+def count_line_starts_in_python(text: bytes, prefix: bytes) -> int:
+    """How many lines after the first start with ``prefix`` (which holds no newline): the
+    rule, which ``count_line_starts`` (_records.c) applies with memchr, 5x faster."""
+    if b"\n" in prefix:  # lines that start with a newline would overlap
+        raise ValueError("the prefix holds a newline")
+    return text.count(b"\n" + prefix)
+
+
+count_line_starts = _records.count_line_starts
+
+
+def repeated_keys(raw: bytes, parsed: dict[str, Any], member: str | None) -> list[str]:
+    """The keys that appear more than once, in order, in ``raw``'s top-level object (``member``
+    None) or in the object its top-level key ``member`` holds; ``parsed`` is that object as
+    a parser read it."""
+    indent = INDENT.match(raw)
+    if indent is not None:
+        depth = 1 if member is None else 2
+        if count_line_starts(raw, indent.group(1) * depth + b'"') == len(parsed):
+            return []
+    return _exact_repeats(raw, member)
+
+
+def _exact_repeats(raw: bytes, member: str | None) -> list[str]:
+    """Parse ``raw`` again, keeping each object's repeated keys by the id of the dict it
+    becomes (the parser builds objects inside out). The dict is kept too: a value dropped
+    for a repeated key is freed, and a later dict could take its id."""
+    repeats: dict[int, tuple[dict[str, Any], list[str]]] = {}
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            seen: set[str] = set()
+            repeated: list[str] = []
+            for key, _ in pairs:
+                if key in seen and key not in repeated:
+                    repeated.append(key)
+                seen.add(key)
+            repeats[id(result)] = (result, repeated)
+        return result
+
+    # The first parse accepted the text, and the standard parser accepts what orjson does.
+    document = json.loads(raw, object_pairs_hook=pairs_hook)
+    target = document if member is None else document.get(member)
+    found = repeats.get(id(target)) if isinstance(target, dict) else None
+    return found[1] if found is not None else []
+
+
+def repeats_warning(path: Path, repeated: list[str], what: str) -> str:
+    """One line naming the repeated ``what`` names (record / node) of ``path``."""
+    count = len(repeated)
+    names = ", ".join(repeated[:5]) + (" ..." if count > 5 else "")
+    verb = "s appear" if count > 1 else " appears"
+    return (
+        f"{path}: {count} {what} name{verb} more than once, the last one kept (msprobe writes"
+        f" one key per record: a corrupted or concatenated dump?): {names}"
+    )
