@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import graphboard.dump.jsonio as jsonio
+import graphboard.dump.repeats as repeats
 from dumpmaker import RankDump, build, record, tensor, tiny_model
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.matching import match_graphs
@@ -84,6 +85,19 @@ def test_a_dump_json_without_repeats_gives_no_warning(tmp_path: Path, reader: st
     # check clears the file
     dump.dump_data_dir = {"a": 1, "b": [2, "c"]}  # type: ignore[assignment]
     assert _run(_write(tmp_path, dump, reader)).warnings == []
+
+
+def test_files_without_repeats_are_not_parsed_again(
+    tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The counts clear a clean dump, pretty or compact; the second parse is for repeats."""
+
+    def no_second_parse(raw: bytes, member: str | None) -> list[str]:
+        raise AssertionError(f"parsed again for {member}")
+
+    monkeypatch.setattr(repeats, "_exact_repeats", no_second_parse)
+    rank = _write(tmp_path, tiny_model(), reader)
+    assert build(rank).warnings == []
 
 
 def test_a_construct_entry_repeated_is_named_in_a_warning(tmp_path: Path) -> None:

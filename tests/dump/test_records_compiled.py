@@ -24,7 +24,12 @@ from graphboard.dump.records import (
     take_text_statistics,
     text_statistics,
 )
-from graphboard.dump.repeats import count_line_starts, count_line_starts_in_python
+from graphboard.dump.repeats import (
+    count_keys,
+    count_keys_in_python,
+    count_line_starts,
+    count_line_starts_in_python,
+)
 from graphboard.graph.builder import DumpRecords
 
 
@@ -205,10 +210,10 @@ def test_a_damaged_pack_is_an_error_not_a_crash() -> None:
         _records.pack_params({"a": (Param("k", Role.INPUT),)})
 
 
-# ---- counting line starts (repeats.py's cheap test for repeated keys) -------------------
+# ---- counting keys and line starts (repeats.py's cheap tests for repeated keys) ----------
 
 
-def test_line_starts_count_the_same_in_every_real_dump_file() -> None:
+def test_keys_and_line_starts_count_the_same_in_every_real_dump_file() -> None:
     fixture_path()  # skips without ../shared
     files = sorted(FIXTURES.rglob("*.json"))
     assert len(files) >= 24
@@ -217,6 +222,31 @@ def test_line_starts_count_the_same_in_every_real_dump_file() -> None:
         for prefix in (b' "', b'  "', b"  }", b""):
             expected = count_line_starts_in_python(text, prefix)
             assert count_line_starts(text, prefix) == expected, (path, prefix)
+        compact = json.dumps(json.loads(text)).encode()
+        for depth in (0, 1, 2, 3):
+            for layout in (text, compact):
+                assert count_keys(layout, depth) == count_keys_in_python(layout, depth), path
+        if path.name == "dump.json":  # every record name, in both layouts
+            records = len(json.loads(text)["data"])
+            assert count_keys(text, 2) == count_keys(compact, 2) == records, path
+
+
+@pytest.mark.parametrize(
+    ("text", "depth", "keys"),
+    [
+        (b"{}", 1, 0),
+        (b'{"a": 1, "b" : {"c": [1, {"d": 2}]}}', 1, 2),
+        (b'{"a": 1, "b" : {"c": [1, {"d": 2}]}}', 2, 1),
+        (b'{"a": 1, "b" : {"c": [1, {"d": 2}]}}', 4, 1),  # inside a list, one level more
+        (b'{"a\\"": ":", "b\\\\": "x\\\\", "c": "\\\\\\"}"}', 1, 3),  # escapes
+        (b'{"x": ["a", "b:", {"k"\n\t\r :1}]}', 3, 1),  # values are not keys
+        ('{"é": {"名": 1}}'.encode(), 2, 1),
+        (b'{"a": NaN, "b": -Infinity}', 1, 2),
+    ],
+)
+def test_keys_count_the_same_at_the_edges(text: bytes, depth: int, keys: int) -> None:
+    assert count_keys_in_python(text, depth) == keys
+    assert count_keys(text, depth) == keys
 
 
 @pytest.mark.parametrize(

@@ -291,6 +291,43 @@ fail:
     return NULL;
 }
 
+/* count_keys(text, depth): how many object keys the JSON text holds at nesting depth depth
+ * (1: the top-level object's), whatever its layout: a string followed by ':' is a key, and
+ * only strings and brackets change what follows. The text is valid JSON, parsed already. */
+static PyObject *count_keys(PyObject *module, PyObject *args) {
+    Py_buffer text;
+    Py_ssize_t depth;
+    if (!PyArg_ParseTuple(args, "y*n", &text, &depth)) return NULL;
+    const unsigned char *at = text.buf, *end = (const unsigned char *)text.buf + text.len;
+    Py_ssize_t level = 0, count = 0;
+    while (at < end) {
+        unsigned char c = *at++;
+        if (c == '"') {
+            for (;;) { /* to the closing quote: one after an even run of backslashes */
+                const unsigned char *quote = memchr(at, '"', (size_t)(end - at));
+                if (quote == NULL) {
+                    at = end;
+                    break;
+                }
+                const unsigned char *run = quote;
+                while (run > at && run[-1] == '\\') run--;
+                at = quote + 1;
+                if (((quote - run) & 1) == 0) break;
+            }
+            if (level == depth) {
+                while (at < end && (*at == ' ' || *at == '\n' || *at == '\r' || *at == '\t')) at++;
+                if (at < end && *at == ':') count++;
+            }
+        } else if (c == '{' || c == '[') {
+            level++;
+        } else if (c == '}' || c == ']') {
+            level--;
+        }
+    }
+    PyBuffer_Release(&text);
+    return PyLong_FromSsize_t(count);
+}
+
 /* ---- handing records to another process ----------------------------------------------
  * A compare's writing process parses the golden dump.json and hands its Params to the
  * reading process. Pickled as tuples and rebuilt through Param's __init__ that cost both
@@ -604,6 +641,8 @@ static PyMethodDef methods[] = {
      "parse_sections(record, path, name): the record's Params, or None for records.py"},
     {"take_text_statistics", take_text_statistics, METH_NOARGS,
      "take_text_statistics(): tensor statistics read as text since the last call"},
+    {"count_keys", count_keys, METH_VARARGS,
+     "count_keys(text, depth): the JSON text's object keys at that depth (1: top level)"},
     {"count_line_starts", count_line_starts, METH_VARARGS,
      "count_line_starts(text, prefix): text.count(b'\\n' + prefix), prefix without a newline"},
     {NULL},

