@@ -19,6 +19,7 @@ from graphboard.compare.matching import match_graphs
 from graphboard.compare.result import DataMode, Level
 from graphboard.compare.rules import MSG_TEXT_STATISTICS
 from graphboard.pipeline import BuildOptions, BuildResult, run_build
+from msprobe_runner import graph_visualize
 
 READERS = ["small pretty", "small one-line", "big pretty", "big one-line"]
 
@@ -229,3 +230,49 @@ def test_the_golden_dumps_warnings_travel_with_its_records(tmp_path: Path) -> No
     assert [warning.split(": ")[0] for warning in warnings] == [str(golden / "dump.json")] * 2
     assert "record name appears more than once" in warnings[0]
     assert "2 tensor statistics are not numbers" in warnings[1]  # the repeat replaced one
+
+
+# --- against msprobe itself (skips without it: see msprobe_runner) ----------------------------
+
+
+def _structure(path: Path, side: str = "NPU") -> set[tuple[str, str, tuple[str, ...], int, str]]:
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(
+            "SELECT node_name, up_node, sub_nodes, node_order, node_type FROM tb_nodes "
+            "WHERE data_source = ?",
+            (side,),
+        ).fetchall()
+    return {
+        (name, up, tuple(json.loads(sub)) if sub else (), order, str(kind))
+        for name, up, sub, order, kind in rows
+    }
+
+
+@pytest.mark.parametrize("case", ["empty parent", "empty dump.json"])
+def test_the_hierarchy_agrees_with_msprobe(tmp_path: Path, case: str) -> None:
+    dump = tiny_model()
+    if case == "empty parent":
+        dump.construct = {name: parent or "" for name, parent in dump.construct.items()}
+    rank = _write(tmp_path, dump)
+    if case == "empty dump.json":
+        (rank / "dump.json").write_text("{}")
+    theirs = graph_visualize(tmp_path / "msprobe", "-tp", str(rank))
+    assert _structure(_run(rank).path) == _structure(theirs)
+
+
+def test_msprobe_passes_a_statistic_that_is_not_a_number(tmp_path: Path) -> None:
+    target = _write(tmp_path, _text_statistics_dump())
+    golden = _write(tmp_path, tiny_model(), side="g")
+    theirs = graph_visualize(tmp_path / "msprobe", "-tp", str(target), "-gp", str(golden))
+    ours = _run(target, golden).path
+    query = (
+        "SELECT precision_index, output_data FROM tb_nodes "
+        "WHERE node_name = 'Torch.relu.0.forward' AND data_source = 'NPU'"
+    )
+    outcomes = []
+    for path in (theirs, ours):
+        with sqlite3.connect(path) as conn:
+            precision, outputs = conn.execute(query).fetchone()
+        row = json.loads(outputs)["Torch.relu.0.forward.output.0"]
+        outcomes.append((float(precision), row["Max diff"], row["Result"]))
+    assert outcomes == [(0.0, "N/A", "pass"), (0.5, "N/A", "warning")]
