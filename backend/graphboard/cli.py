@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 from graphboard import __version__
 from graphboard.errors import GraphboardError
 from graphboard.progress import ProgressBar, ProgressCallback, silent
+from graphboard.stopping import exit_status, signal_name, stop_signals_raise
 
 if TYPE_CHECKING:  # the server's settings load only for serve and demo
     from graphboard.server.settings import Settings
@@ -183,14 +184,16 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
-    try:
-        return run(args)
-    except GraphboardError as error:
-        print(f"{prog}: error: {error}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+    # SIGTERM and SIGHUP unwind the command as Ctrl+C does: its cleanup runs for all three
+    with stop_signals_raise():
+        try:
+            return run(args)
+        except GraphboardError as error:
+            print(f"{prog}: error: {error}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt as interrupt:
+            print(f"{prog}: interrupted ({signal_name(interrupt)})", file=sys.stderr)
+            return exit_status(interrupt)
 
 
 def graph_build_main(argv: Sequence[str] | None = None, one_shot: bool = False) -> int:

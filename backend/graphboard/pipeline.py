@@ -16,6 +16,7 @@ import functools
 import gc
 import multiprocessing
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable
@@ -38,12 +39,15 @@ from graphboard.graph.builder import build_graph, read_records
 from graphboard.graph.model import BENCH, NPU, Graph
 from graphboard.overflow import check_overflow
 from graphboard.progress import ProgressCallback, Stopwatch, silent
+from graphboard.stopping import die_with_parent
 from graphboard.store import schema, writer
 from graphboard.store.insert_process import InsertProcess
 from graphboard.store.statements import NodeWriter
 from graphboard.target_rows import score_and_write
 
 if TYPE_CHECKING:  # imported where the pipeline uses it, after the task's rows are out
+    from concurrent.futures import ProcessPoolExecutor
+
     from graphboard.distributed import CommNode
 
 SCHEMA_NAME = "graphboard.vis.db"
@@ -399,6 +403,21 @@ def _ensure_output_dir(options: BuildOptions) -> None:
         ) from None
 
 
+def _remove(leftovers: list[Path]) -> None:
+    """Remove a failed build's temporary files. One that cannot be removed (a read-only
+    folder: it was never created) must not replace the error that failed the build."""
+    for leftover in leftovers:
+        with suppress(OSError):
+            leftover.unlink(missing_ok=True)
+
+
+def _output_error(error: sqlite3.Error | OSError, path: Path) -> StoreError:
+    """What failed writing the .vis.db, in one line naming it (a full disk, a folder made
+    read-only meanwhile...)."""
+    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+    return StoreError(f"{path}: cannot write the database: {reason}")
+
+
 def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> BuildResult:
     """Build or compare and return where the finished .vis.db is."""
     plan = plan_build(options)
@@ -409,8 +428,7 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
         progress(0.0, f"{len(plan.tasks)} graph(s) to build")
         results = _run_tasks(plan.tasks, options, parts, progress)
     except BaseException:
-        for part in parts:
-            part.unlink(missing_ok=True)
+        _remove(parts)
         raise
     return finish_build(plan, results, parts, progress)
 
@@ -519,11 +537,13 @@ def finish_build(
         writer.finalize(conn)
         conn = None
         final = _claim_final_path(temp, options.output_dir, name)
-    except BaseException:
+    except BaseException as error:
         if conn is not None:
-            conn.close()
-        for leftover in [*([temp] if temp is not None else []), *parts]:
-            leftover.unlink(missing_ok=True)
+            with suppress(sqlite3.Error):
+                conn.close()
+        _remove([*([temp] if temp is not None else []), *parts])
+        if isinstance(error, (sqlite3.Error, OSError)):
+            raise _output_error(error, options.output_dir / name) from None
         raise
     progress(1.0, f"wrote {final}")
     return BuildResult(
@@ -568,7 +588,13 @@ def _run_tasks(
     from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context("spawn")  # safe inside servers with threads
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=die_with_parent,  # a worker outliving a killed build writes on for nothing
+        initargs=(os.getpid(),),
+    )
+    try:
         futures: dict[Future[TaskResult], int] = {
             pool.submit(process_task, task, options, parts[index], whole_file=False): index
             for index, task in enumerate(tasks)
@@ -581,8 +607,6 @@ def _run_tasks(
             for future in done:
                 error = future.exception()
                 if error is not None:
-                    for other in pending:
-                        other.cancel()
                     if isinstance(error, GraphboardError):
                         raise error
                     raise GraphboardError(
@@ -592,4 +616,21 @@ def _run_tasks(
                 ordered[futures[future]] = result
                 done_count += 1
                 report(done_count, result)
+    except BaseException:
+        _kill_workers(pool)
+        raise
+    finally:
+        pool.shutdown(cancel_futures=True)
     return [result for result in ordered if result is not None]
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """End a failed or stopped build's workers now, before its part files are removed:
+    shutdown would wait for every running task to end (minutes for a large rank), and a
+    worker still running could write a part after its removal. The executor has no public
+    way to do this before Python 3.14 (kill_workers), hence its process table."""
+    workers = list((pool._processes or {}).values())
+    for worker in workers:
+        worker.kill()
+    for worker in workers:
+        worker.join()

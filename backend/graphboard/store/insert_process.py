@@ -28,6 +28,7 @@ from queue import SimpleQueue
 from typing import Any, NoReturn, TypeVar, cast
 
 from graphboard.errors import StoreError
+from graphboard.stopping import die_with_parent
 from graphboard.store.statements import NodeWriter
 
 # Rows per message: large enough that pickling and the pipe cost little per row, small enough
@@ -77,12 +78,13 @@ class InsertProcess:
         _widen(sender)
         status_receiver, status_sender = Pipe(duplex=False)
         reply_receiver, reply_sender = Pipe(duplex=False)
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:
             sender.close()
             status_receiver.close()
             reply_receiver.close()
-            _serve(path, open_database, first_job, receiver, status_sender, reply_sender)
+            _serve(parent, path, open_database, first_job, receiver, status_sender, reply_sender)
         receiver.close()
         status_sender.close()
         reply_sender.close()
@@ -140,11 +142,13 @@ class InsertProcess:
             second(self)
             return result
         outcome_receiver, outcome_sender = Pipe(duplex=False)
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the helper: its calls go out through the inherited pipe
             outcome_receiver.close()
             code = 1
             try:
+                die_with_parent(parent)
                 message = pickle.dumps((True, first(self)), protocol=pickle.HIGHEST_PROTOCOL)
                 code = 0
             except BaseException as error:
@@ -159,14 +163,11 @@ class InsertProcess:
         drain = self._drain = _Drain(self._sender)
         try:
             second(self)
-        except BaseException:
+            succeeded, outcome = _outcome(outcome_receiver)
+        except BaseException:  # an error, or a stop signal while waiting for the outcome
             os.kill(pid, signal.SIGKILL)
             raise
         finally:
-            try:  # before the wait: a large outcome holds the helper until it is read
-                succeeded, outcome = pickle.loads(outcome_receiver.recv_bytes())
-            except (EOFError, OSError):
-                succeeded, outcome = False, ""
             outcome_receiver.close()
             _, status = os.waitpid(pid, 0)
         if not succeeded or status != 0:
@@ -210,12 +211,17 @@ class InsertProcess:
             self._finish()  # the child is gone: raise its reason
 
     def _finish(self) -> None:
-        pid, self._pid = self._pid, None
+        pid = self._pid
         assert pid is not None
         self._sender.close()
         self._reply.close()  # a reply never asked for no longer holds the child up
+        # The pid is kept until the child is reaped: a stop signal during the wait (the
+        # child finishing a large file) leaves it for abort() to kill.
         problem = _report(self._status)
         _, status = os.waitpid(pid, 0)
+        self._pid = None
+        if problem.startswith(f"{self.path}: "):  # a StoreError of the part: it names the file
+            raise StoreError(problem)
         if problem or status != 0:
             raise StoreError(
                 f"{self.path}: the process writing the database failed: {problem or f'status {status}'}"
@@ -273,6 +279,15 @@ class _Drain:
         return not self._failed
 
 
+def _outcome(receiver: Connection) -> tuple[bool, Any]:
+    """What an in_two helper sent: (succeeded, its result or its error); read before the
+    helper is waited for, as a large outcome holds it until it is read."""
+    try:
+        return cast(tuple[bool, Any], pickle.loads(receiver.recv_bytes()))
+    except (EOFError, OSError):
+        return False, ""
+
+
 def _report(status: Connection) -> str:
     """What a process said before it ended ("" if nothing), closing the pipe."""
     try:
@@ -317,6 +332,7 @@ def _send_quietly(connection: Connection, message: bytes) -> None:
 
 
 def _serve(
+    parent: int,
     path: Path,
     open_database: Callable[[Path], NodeWriter],
     first_job: FirstJob | None,
@@ -328,6 +344,9 @@ def _serve(
     the part, then report."""
     code = 1
     try:
+        # Killed if the parent dies without stopping it: in a compare the first job reads the
+        # golden dump for seconds without looking at the pipe, which would tell it.
+        die_with_parent(parent)
         conn = open_database(path)
         sending: list[threading.Thread] = []
 

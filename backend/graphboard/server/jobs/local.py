@@ -20,13 +20,11 @@ same jobs. A team server uses Celery (``GRAPHBOARD_BROKER_URL``).
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import multiprocessing
 import os
 import queue
 import signal
-import sys
 import threading
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -37,39 +35,34 @@ from graphboard.server.jobs import records
 from graphboard.server.jobs.execute import end_job, remove_leftovers
 from graphboard.server.settings import Settings
 from graphboard.server.uploads import records as uploads
+from graphboard.stopping import die_with_parent, stop_signals_raise
 
 log = logging.getLogger("graphboard.jobs")
 RUNNER = "local"
 POLL_SECONDS = 0.2
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 JOBS_PER_PROCESS = 200  # then a fresh process: bounds what a long-lived builder can leak
 
 
-def _stop_on_sigterm(_signum: int, _frame: Any) -> None:
-    raise SystemExit(0)  # unwinds run_build, which removes its temporary files
+def _serve_jobs(conn: Connection, settings_data: dict[str, Any], server: int) -> None:
+    """The build process: run each job id it is sent, answer with the same id.
+
+    A stop signal (the server's SIGTERM on shutdown, Ctrl+C reaching the whole group, a
+    service manager's SIGHUP) unwinds the build, which removes its temporary files and
+    stops its children; the job stays ``running``, for the next start to queue again.
+    """
+    with stop_signals_raise():
+        try:
+            # SIGTERM when the server dies, even by SIGKILL: an orphaned builder would
+            # finish a job that the next server has already queued again.
+            die_with_parent(server, signal.SIGTERM)
+            _run_jobs(conn, Settings(**settings_data))
+        except KeyboardInterrupt:
+            return
 
 
-def _die_with_parent() -> None:
-    """Ask Linux for SIGTERM when the server dies, even by SIGKILL: an orphaned builder
-    would finish a job that the next server has already queued again."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:  # the server died before the request was made
-        raise SystemExit(0)
-
-
-def _serve_jobs(conn: Connection, settings_data: dict[str, Any]) -> None:
-    """The build process: run each job id it is sent, answer with the same id."""
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    _die_with_parent()
+def _run_jobs(conn: Connection, settings: Settings) -> None:
     from graphboard.server.jobs.execute import run_job
 
-    settings = Settings(**settings_data)
     catalog = Catalog(settings.catalog_url)
     try:
         while True:
@@ -81,8 +74,6 @@ def _serve_jobs(conn: Connection, settings_data: dict[str, Any]) -> None:
                 return
             run_job(settings, catalog, job_id, f"{RUNNER}:{os.getpid()}")
             conn.send(job_id)
-    except KeyboardInterrupt:  # Ctrl+C on the server reaches its children too
-        return
     finally:
         catalog.dispose()
 
@@ -108,7 +99,7 @@ class _Slot:
         ours, theirs = context.Pipe()
         process = context.Process(
             target=_serve_jobs,
-            args=(theirs, self.runner.settings.model_dump()),
+            args=(theirs, self.runner.settings.model_dump(), os.getpid()),
             name=f"graphboard-builder-{self.index}",
             daemon=True,
         )

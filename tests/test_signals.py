@@ -1,0 +1,149 @@
+"""graph_build stopped by a signal mid-build, as a user, a timeout or a service manager stops
+it: exit 128 + the signal, the output folder as it was, and no child left running."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dumpmaker import USER_FILE, assert_nothing_written, output_folder
+from stopping_support import assert_all_gone, descendants, synthetic_dump, wait_for
+from test_cli import COMMAND
+
+STOP_SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("synthetic")
+    synthetic_dump(root / "golden", "golden")
+    synthetic_dump(root / "target", "target")
+    synthetic_dump(root / "ranks", "target", ranks=2, layers=LAYERS_A_RANK)
+    synthetic_dump(root / "big_golden", "golden", layers=LAYERS_BIG_GOLDEN)
+    return root
+
+
+LAYERS_A_RANK = 150  # two ranks, each built by a pool worker
+# ~100k records: the writing child's first job (reading the golden dump, building its
+# graph and rows) takes longer than a killed parent's children may outlive it
+LAYERS_BIG_GOLDEN = 1000
+
+
+def _temp_files(out: Path) -> list[Path]:
+    return [entry for entry in out.iterdir() if entry.name != USER_FILE]
+
+
+def _stop_mid_build(
+    arguments: list[str | Path], out: Path, signum: int, written: int = 0
+) -> subprocess.CompletedProcess[str]:
+    """Start graph_build, wait until its temporary file holds more than ``written`` bytes,
+    send ``signum``; the run, once ended, with every process it had started gone.
+
+    Its output goes to files, not pipes: reading a pipe to its end would wait for every
+    child holding it, and so hide children that outlive the build."""
+    output, errors = out.parent / "stdout", out.parent / "stderr"
+    with output.open("w") as stdout_file, errors.open("w") as stderr_file:
+        process = subprocess.Popen(
+            [*COMMAND, *map(str, arguments)], stdout=stdout_file, stderr=stderr_file
+        )
+    try:
+        wait_for(
+            lambda: (
+                any(path.stat().st_size > written for path in _temp_files(out))
+                or process.poll() is not None
+            ),
+            60,
+            "the build's temporary file",
+        )
+        assert process.poll() is None, "the build ended before it could be stopped"
+        children = descendants(process.pid)
+        assert children, "the build runs no child: nothing would test their end"
+        process.send_signal(signum)
+        process.wait(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert_all_gone(children)
+    return subprocess.CompletedProcess(
+        process.args, process.returncode, output.read_text(), errors.read_text()
+    )
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda signum: signal.Signals(signum).name)
+def test_a_compare_stopped_by_a_signal_cleans_up_like_ctrl_c(
+    dumps: Path, tmp_path: Path, signum: int
+) -> None:
+    out = output_folder(tmp_path)
+    run = _stop_mid_build(
+        ["-tp", dumps / "target", "-gp", dumps / "golden", "-o", out, "-q"], out, signum
+    )
+    assert run.returncode == 128 + signum, run.stderr
+    assert run.stderr.splitlines()[-1] == (
+        f"graph_build: interrupted ({signal.Signals(signum).name})"
+    )
+    assert run.stdout == ""
+    assert_nothing_written(out)
+
+
+def test_a_compare_stopped_while_its_rows_are_written(dumps: Path, tmp_path: Path) -> None:
+    """Later: the writing child holds megabytes of the part file and more arrive."""
+    out = output_folder(tmp_path)
+    run = _stop_mid_build(
+        ["-tp", dumps / "target", "-gp", dumps / "golden", "-o", out, "-q"],
+        out,
+        signal.SIGTERM,
+        written=4 * 1024 * 1024,
+    )
+    assert run.returncode == 128 + signal.SIGTERM, run.stderr
+    assert_nothing_written(out)
+
+
+def test_a_multi_rank_build_stopped_by_sigterm_stops_its_workers(
+    dumps: Path, tmp_path: Path
+) -> None:
+    out = output_folder(tmp_path)
+    run = _stop_mid_build(
+        ["-tp", dumps / "ranks", "-o", out, "-q", "--workers", "2"], out, signal.SIGTERM
+    )
+    assert run.returncode == 128 + signal.SIGTERM, run.stderr
+    assert_nothing_written(out)
+
+
+def test_a_build_whose_parent_is_killed_takes_its_children_along(
+    dumps: Path, tmp_path: Path
+) -> None:
+    """SIGKILL allows no cleanup, but the writing child must not run on for seconds (it
+    reads the golden dump without looking at the pipe that would tell it)."""
+    out = output_folder(tmp_path)
+    run = _stop_mid_build(
+        ["-tp", dumps / "target", "-gp", dumps / "big_golden", "-o", out, "-q"],
+        out,
+        signal.SIGKILL,
+    )
+    assert run.returncode == -signal.SIGKILL
+
+
+def test_a_signal_ignored_by_the_caller_stays_ignored(dumps: Path, tmp_path: Path) -> None:
+    """``nohup graph_build ...``: a hang-up must not stop it."""
+    out = output_folder(tmp_path)
+    arguments = ["-tp", dumps / "ranks" / "step0" / "rank0", "-o", out, "-q"]
+    process = subprocess.Popen(
+        [*COMMAND, *map(str, arguments)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )
+    wait_for(lambda: bool(_temp_files(out)) or process.poll() is not None, 60, "a temp file")
+    process.send_signal(signal.SIGHUP)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert Path(stdout.strip()).is_file()
+
+
+if sys.platform != "linux":  # /proc, and the signals' behaviour, are Linux's here
+    pytestmark = pytest.mark.skip(reason="Linux only")
