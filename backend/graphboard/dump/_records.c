@@ -99,8 +99,9 @@ static PyObject *dict_key(PyObject *prefix, PyObject *name) {
     return key;
 }
 
-/* Tensor statistics read as text since take_text_statistics last ran: the caller scans its
- * records for them only when there are any (records.take_text_statistics). */
+/* Tensor statistics read as text so far: a caller scans its records for them only when the
+ * count moved while it parsed (records.text_statistics_read). Never reset, so parses in
+ * other threads can only make a caller scan for nothing, never miss its own. */
 static Py_ssize_t text_statistics;
 
 /* records._tensor_stat: numbers, None, booleans and strings as they are, the rest as text. */
@@ -112,10 +113,8 @@ static PyObject *tensor_stat(PyObject *value) {
     return PyObject_Str(value);
 }
 
-static PyObject *take_text_statistics(PyObject *module, PyObject *unused) {
-    Py_ssize_t count = text_statistics;
-    text_statistics = 0;
-    return PyLong_FromSsize_t(count);
+static PyObject *text_statistics_read(PyObject *module, PyObject *unused) {
+    return PyLong_FromSsize_t(text_statistics);
 }
 
 /* count_line_starts(text, prefix): how many lines after the first start with prefix, i.e.
@@ -639,8 +638,8 @@ static PyMethodDef methods[] = {
     {"unpack_params", unpack_params, METH_O, "unpack_params(bytes) -> {name: [Param, ...]}"},
     {"parse_sections", (PyCFunction)(void (*)(void))parse_sections, METH_FASTCALL,
      "parse_sections(record, path, name): the record's Params, or None for records.py"},
-    {"take_text_statistics", take_text_statistics, METH_NOARGS,
-     "take_text_statistics(): tensor statistics read as text since the last call"},
+    {"text_statistics_read", text_statistics_read, METH_NOARGS,
+     "text_statistics_read(): how many tensor statistics were read as text so far"},
     {"count_keys", count_keys, METH_VARARGS,
      "count_keys(text, depth): the JSON text's object keys at that depth (1: top level)"},
     {"count_line_starts", count_line_starts, METH_VARARGS,

@@ -93,13 +93,13 @@ def is_parameters_grad(name: str) -> bool:
     )
 
 
-_text_statistics = 0  # as _records.c counts them: see take_text_statistics
+_text_statistics = 0  # as _records.c counts them: see text_statistics_read
 
 
 def _tensor_stat(value: Any) -> Stat:
     """Numbers, None, booleans and strings stay as they are: an integer tensor's Max of 0 stays
     0, which msprobe shows as "0" (and its differences as integers too); anything else is text.
-    Text is counted (take_text_statistics): this runs only for a statistic that is no float."""
+    Text is counted (text_statistics_read): this runs only for a statistic that is no float."""
     global _text_statistics
     if value is None or isinstance(value, float | int):
         return value
@@ -107,14 +107,11 @@ def _tensor_stat(value: Any) -> Stat:
     return value if isinstance(value, str) else str(value)
 
 
-def take_text_statistics() -> int:
-    """How many tensor statistics were read as text since the last call (both parsers count
-    them as they go, at no cost to a number), so a caller scans its records for them only
-    when there are some."""
-    global _text_statistics
-    count = _text_statistics + _records.take_text_statistics()
-    _text_statistics = 0
-    return count
+def text_statistics_read() -> int:
+    """How many tensor statistics were read as text so far, by either parser (both count them
+    as they go, at no cost to a number): a caller that sees the count move while it parses
+    scans its records for them, and only then."""
+    return _text_statistics + _records.text_statistics_read()
 
 
 STAT_FIELDS = ("Max", "Min", "Mean", "Norm")

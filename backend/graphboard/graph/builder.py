@@ -22,7 +22,7 @@ from graphboard.dump.records import (
     Param,
     batch_p2p_ops,
     parse_record,
-    take_text_statistics,
+    text_statistics_read,
     text_statistics_warning,
 )
 from graphboard.dump.repeats import repeats_warning
@@ -60,7 +60,7 @@ class DumpRecords:
         self.params: dict[str, list[Param]] = {}
         self.batch_p2p: dict[str, list[dict[str, object]]] = {}
         self.warnings: list[str] = []
-        take_text_statistics()  # from zero: the parsers count them as they go
+        texts_before = text_statistics_read()  # the parsers count them as they go
         for name, record in dump.records():
             self.params[name] = parse_record(name, record, path)
             if "batch_isend_irecv" in name:
@@ -69,7 +69,8 @@ class DumpRecords:
         if repeated:
             self.warnings.append(repeats_warning(path, repeated, "record"))
         # Rare: only then are the records scanned for them (a repeat may have replaced them).
-        text = text_statistics_warning(path, self.params) if take_text_statistics() else None
+        moved = text_statistics_read() != texts_before
+        text = text_statistics_warning(path, self.params) if moved else None
         if text is not None:
             self.warnings.append(text)
         # one scan, after: a statistics dump has no md5 to stop it early
