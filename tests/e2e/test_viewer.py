@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from browser_support import Viewer
@@ -111,8 +112,9 @@ def test_details_table_chart_and_stack(viewer: Viewer) -> None:
     viewer.shot("04-details")
 
 
-def test_manual_match_unmatch_and_undo(viewer: Viewer) -> None:
-    target, golden = "Module.classifier.0.Linear.forward.0", "Module.head.0.Linear.forward.0"
+def pick_unmatched_pair(viewer: Viewer, target: str, golden: str) -> Any:
+    """Open the layer-mapping compare on a grey target node, pick it, and pick the golden node
+    from the match panel's list of unmatched golden nodes; the panel, ready to match."""
     viewer.open(graph="mapping", node=target)
     page = viewer.page
     viewer.selected("NPU").and_(page.locator(f'[data-name="{target}"]')).wait_for()
@@ -125,14 +127,28 @@ def test_manual_match_unmatch_and_undo(viewer: Viewer) -> None:
     golden_item.click()  # reveals and selects it in the golden pane
     viewer.selected("Bench").and_(page.locator(f'[data-name="{golden}"]')).wait_for()
     assert panel.locator("#match-golden").inner_text() == golden
+    return panel
+
+
+def wait_for_label(viewer: Viewer, target: str, *, grey: bool) -> None:
+    """Until the target row's label is grey (unmatched) or coloured (matched)."""
+    viewer.page.wait_for_function(
+        "([n, grey]) => { const e = document.querySelector("
+        "`#pane-NPU .tree-row[data-name='${n}'] .label`);"
+        " const fill = e && e.style.backgroundColor;"
+        f" return Boolean(fill) && (fill === '{GREY_FILL}') === grey; }}",
+        arg=[target, grey],
+    )
+
+
+def test_manual_match_unmatch_and_undo(viewer: Viewer) -> None:
+    target, golden = "Module.classifier.0.Linear.forward.0", "Module.head.0.Linear.forward.0"
+    panel = pick_unmatched_pair(viewer, target, golden)
+    page = viewer.page
     viewer.shot("05-before-match")
 
     panel.locator("#match-button").click()
-    page.wait_for_function(
-        "n => { const e = document.querySelector(`#pane-NPU .tree-row[data-name='${n}'] .label`);"
-        " return e && e.style.backgroundColor && e.style.backgroundColor !== 'rgb(199, 199, 199)'; }",
-        arg=target,
-    )
+    wait_for_label(viewer, target, grey=False)
     assert viewer.row("NPU", target).locator(".mark.manual").count() == 1
     viewer.shot("05-matched")
 
@@ -142,19 +158,49 @@ def test_manual_match_unmatch_and_undo(viewer: Viewer) -> None:
         "g => document.querySelector('#match-golden').textContent === g", arg=golden
     )
     panel.locator("#unmatch-button").click()
-    page.wait_for_function(
-        "n => document.querySelector(`#pane-NPU .tree-row[data-name='${n}'] .label`)"
-        ".style.backgroundColor === 'rgb(199, 199, 199)'",
-        arg=target,
-    )
+    wait_for_label(viewer, target, grey=True)
     panel.locator("#undo-button").click()  # undo the unmatch: matched again
-    page.wait_for_function(
-        "n => document.querySelector(`#pane-NPU .tree-row[data-name='${n}'] .label`)"
-        ".style.backgroundColor !== 'rgb(199, 199, 199)'",
-        arg=target,
-    )
+    wait_for_label(viewer, target, grey=False)
     export = panel.locator("#export-config").get_attribute("href")
     assert export and "matches/vis-config" in export
+
+
+def test_undo_clicked_while_the_unmatch_still_refreshes_is_kept(viewer: Viewer) -> None:
+    # The tree repaints before the panel's lists of unmatched nodes finish reloading: a click
+    # on undo at the moment the row turns grey used to be dropped (the panel was still busy),
+    # leaving the node grey. Holding the lists' reload (the real server's answers, delayed)
+    # opens that window for as long as the test needs.
+    target, golden = "Module.classifier.3.Linear.forward.0", "Module.head.3.Linear.forward.0"
+    panel = pick_unmatched_pair(viewer, target, golden)
+    page = viewer.page
+    panel.locator("#match-button").click()
+    wait_for_label(viewer, target, grey=False)
+    page.locator("#panel-match:not([aria-busy])").wait_for()
+    viewer.row("NPU", target).click()
+    page.wait_for_function(
+        "g => document.querySelector('#match-golden').textContent === g", arg=golden
+    )
+
+    held: list[Any] = []
+
+    def is_list_reload(url: str) -> bool:
+        return "/filter?" in url and "unmatched=true" in url
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route(is_list_reload, hold)
+    panel.locator("#unmatch-button").click()
+    wait_for_label(viewer, target, grey=True)
+    page.locator("#panel-match[aria-busy=true]").wait_for()
+    assert held, "the unmatched lists' reload should still be in flight"
+    panel.locator("#undo-button").click()  # while the unmatch still refreshes
+    for route in held:
+        route.continue_()
+    page.unroute(is_list_reload, hold)
+    wait_for_label(viewer, target, grey=False)
+    page.locator("#panel-match:not([aria-busy])").wait_for()
+    assert viewer.row("NPU", target).locator(".mark.manual").count() == 1
 
 
 def test_jump_from_send_to_recv_on_the_other_rank(viewer: Viewer) -> None:

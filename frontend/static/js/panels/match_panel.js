@@ -15,7 +15,8 @@ export class MatchPanel {
     this.onChanged = onChanged; // ({targets, goldens}) after any change
     this.notify = notify;
     this.picks = { NPU: null, Bench: null };
-    this.busy = false;
+    this.queue = Promise.resolve(); // the actions asked for, run one after another
+    this.pending = 0;
     this.build();
   }
 
@@ -129,19 +130,26 @@ export class MatchPanel {
     this.goldenField.title = this.picks.Bench ?? '';
   }
 
-  async run(action) {
-    if (this.busy) return;
-    this.busy = true;
+  /** Run the actions in the order they were asked for, each after the previous one's write
+   * and refresh. The trees repaint before the lists of unmatched nodes finish reloading, so a
+   * click can come while the previous action still runs: dropping it lost an undo clicked as
+   * soon as the node turned grey, and starting it at once would let the older refresh land
+   * after the newer write's. The panel is aria-busy while any action waits or runs. */
+  run(action) {
+    this.pending += 1;
     this.host.setAttribute('aria-busy', 'true');
-    try {
-      await action();
-    } catch (error) {
-      this.message.textContent = error.message;
-      this.message.classList.add('error-text');
-    } finally {
-      this.busy = false;
-      this.host.removeAttribute('aria-busy');
-    }
+    this.queue = this.queue.then(async () => {
+      try {
+        await action();
+      } catch (error) {
+        this.message.textContent = error.message;
+        this.message.classList.add('error-text');
+      } finally {
+        this.pending -= 1;
+        if (this.pending === 0) this.host.removeAttribute('aria-busy');
+      }
+    });
+    return this.queue;
   }
 
   say(text) {
@@ -163,24 +171,26 @@ export class MatchPanel {
     return this.pair((graph, body) => this.api.unmatch(graph, body), 'match.unmatched');
   }
 
-  /** Match and unmatch alike: both picks needed, one request, the touched rows refreshed. */
+  /** Match and unmatch alike: both picks needed, one request, the touched rows refreshed.
+   * What it acts on is read at the click, not when its turn in the queue comes. */
   pair(request, doneKey) {
+    const { graph, step, rank } = this.context();
+    const { NPU: target, Bench: golden } = this.picks;
+    const descendants = this.descendants.checked;
     return this.run(async () => {
-      const { graph, step, rank } = this.context();
-      const { NPU: target, Bench: golden } = this.picks;
       if (!target || !golden) {
         this.say(this.t('match.needBoth'));
         return;
       }
-      const outcome = await request(graph, { step, rank, target, golden, descendants: this.descendants.checked });
+      const outcome = await request(graph, { step, rank, target, golden, descendants });
       this.say(this.t(doneKey, { count: outcome.pairs.length }) + this.describeSkipped(outcome.skipped));
       await this.changed(outcome.pairs.map((pair) => [pair.target, pair.golden]).concat([[target, golden]]));
     });
   }
 
   undo() {
+    const { graph, step, rank } = this.context();
     return this.run(async () => {
-      const { graph, step, rank } = this.context();
       const outcome = await this.api.undo(graph, { step, rank });
       this.say(this.t('match.undone', { kind: outcome.undone.kind }));
       const pairs = outcome.undone.pairs.slice();
@@ -193,6 +203,8 @@ export class MatchPanel {
     const file = event.target.files?.[0];
     event.target.value = '';
     if (!file) return Promise.resolve();
+    const { graph, step, rank } = this.context();
+    const descendants = this.descendants.checked;
     return this.run(async () => {
       let config;
       try {
@@ -204,8 +216,7 @@ export class MatchPanel {
         this.say(this.t('match.badFile'));
         return;
       }
-      const { graph, step, rank } = this.context();
-      const outcome = await this.api.importConfig(graph, { step, rank, descendants: this.descendants.checked }, config);
+      const outcome = await this.api.importConfig(graph, { step, rank, descendants }, config);
       this.say(this.t('match.imported', { matched: outcome.matched, total: outcome.total }) + this.describeSkipped(outcome.failed));
       await this.changed(outcome.pairs.map((pair) => [pair.target, pair.golden]));
     });
