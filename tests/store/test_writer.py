@@ -25,7 +25,7 @@ from dumpmaker import (
     tiny_model,
     write_dump_root,
 )
-from graphboard.errors import DumpError, GraphboardError
+from graphboard.errors import DumpError, GraphboardError, StoreError
 from graphboard.pipeline import BuildOptions, BuildResult, run_build
 from graphboard.store import schema, writer
 
@@ -92,7 +92,10 @@ def test_a_failure_while_finishing_the_file_leaves_nothing_behind(
     monkeypatch.setattr(writer, "finalize", disk_full)
     write_dump_root(tmp_path / "dump", {(0, rank): tiny_model() for rank in range(2)})
     out = output_folder(tmp_path)
-    with pytest.raises(sqlite3.OperationalError):
+    # one line naming the file, as the command prints it
+    with pytest.raises(
+        StoreError, match=rf"^{re.escape(str(out))}/build_\d+\.vis\.db: .*disk is full$"
+    ):
         _build(tmp_path / "dump", out)
     assert_nothing_written(out)
 

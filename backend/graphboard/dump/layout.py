@@ -7,6 +7,7 @@ of ``stepN`` folders. Anything else beside the expected folders is reported and 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -60,7 +61,30 @@ class DumpLayout:
         return None
 
 
+def _refuse_loop(path: str | Path) -> None:
+    """A LayoutError if ``path`` is a symbolic link leading back to itself (ELOOP), which
+    pathlib's tests would report as missing, and DirEntry's raise as a bare OSError."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise LayoutError(
+                path,
+                "is a symbolic link loop (too many levels of symbolic links)",
+                expected="a link to a real file or folder",
+            ) from None
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:  # it only raises on what stat cannot follow: a link loop
+        _refuse_loop(entry.path)
+        raise
+
+
 def _entries(path: Path) -> list[os.DirEntry[str]]:
+    _refuse_loop(path)
     if not path.exists():
         raise LayoutError(path, "no such file or folder")
     if not path.is_dir():
@@ -85,6 +109,8 @@ def _is_rank_folder(entries: list[os.DirEntry[str]]) -> bool:
 
 def _check_rank_folder(path: Path) -> None:
     missing = [name for name in DUMP_FILES if not (path / name).is_file()]
+    for name in missing:
+        _refuse_loop(path / name)
     if missing:
         present = [name for name in DUMP_FILES if name not in missing]
         raise LayoutError(
@@ -111,14 +137,14 @@ def _rank_dirs(step_path: Path, step: int, warnings: list[str]) -> list[RankDir]
     ranks: dict[int, Path] = {}
     procs: list[Path] = []
     for entry in entries:
-        rank = _number_from_name(entry.name, _RANK) if entry.is_dir() else None
+        rank = _number_from_name(entry.name, _RANK) if _is_dir(entry) else None
         if rank is not None:
             if rank in ranks:
                 raise LayoutError(
                     step_path, f"both {ranks[rank].name} and {entry.name} claim rank {rank}"
                 )
             ranks[rank] = Path(entry.path)
-        elif entry.is_dir() and _PROC.match(entry.name):
+        elif _is_dir(entry) and _PROC.match(entry.name):
             procs.append(Path(entry.path))
         else:
             warnings.append(f"{entry.path}: not a rankN folder, skipped")
@@ -170,20 +196,20 @@ def discover(path: str | Path) -> DumpLayout:
         return DumpLayout(root, LayoutKind.RANK, [RankDir(step, rank, root)], warnings)
     steps = {}
     for entry in entries:
-        number = _number_from_name(entry.name, _STEP) if entry.is_dir() else None
+        number = _number_from_name(entry.name, _STEP) if _is_dir(entry) else None
         if number is not None:
             steps[number] = Path(entry.path)
     if steps:
         ranks: list[RankDir] = []
         for entry in entries:
-            if not (entry.is_dir() and _STEP.match(entry.name)):
+            if not (_is_dir(entry) and _STEP.match(entry.name)):
                 warnings.append(f"{entry.path}: not a stepN folder, skipped")
         for number, step_path in sorted(steps.items()):
             ranks.extend(_rank_dirs(step_path, number, warnings))
         return DumpLayout(root, LayoutKind.STEPS, ranks, warnings)
     step = _number_from_name(root.resolve().name, _STEP) or 0
     has_ranks = any(
-        entry.is_dir() and (_RANK.match(entry.name) or _PROC.match(entry.name)) for entry in entries
+        _is_dir(entry) and (_RANK.match(entry.name) or _PROC.match(entry.name)) for entry in entries
     )
     if not has_ranks:
         raise _unrecognised(root, entries)

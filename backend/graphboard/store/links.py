@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 LINK_TABLES = """
@@ -244,7 +245,11 @@ def write_links(conn: sqlite3.Connection, tables: LinkTables) -> None:
         conn.executemany("INSERT INTO gb_topology VALUES (?,?,?,?,?,?,?,?,?,?)", tables.edges)
         conn.executemany("INSERT INTO gb_topology_ranks VALUES (?,?,?,?,?,?,?,?)", tables.ranks)
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite may have rolled back already (a full disk does): a failing ROLLBACK must
+        # not replace the error that says why
+        if conn.in_transaction:
+            with suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
     conn.executescript(LINK_INDEXES)

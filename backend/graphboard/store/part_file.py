@@ -108,7 +108,7 @@ class PartFile:  # a statements.NodeWriter
         try:
             self._table = _btree.TableFile(str(path), affinities, indexes[:count])
         except OSError as error:
-            raise StoreError(f"{path}: cannot create the file: {error}") from None
+            raise StoreError(f"{path}: {error}") from None  # "cannot create the file: ..."
         self._held: list[tuple[Any, ...]] = []
         self._statements: list[tuple[str, Any, bool]] = []
         self._nodes_done = False
@@ -128,7 +128,7 @@ class PartFile:  # a statements.NodeWriter
         except ValueError as error:
             raise StoreError(f"{self.path}: {error}") from None
         except OSError as error:
-            raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
+            raise StoreError(f"{self.path}: writing the nodes table: {error}") from None
 
     def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None:
         """Set matched_node_link of held rows: (link, id) pairs."""
@@ -162,7 +162,7 @@ class PartFile:  # a statements.NodeWriter
             # build are at their lightest (summaries), and the indexes are independent
             self._table.finish(self._schema_rows, _sqlite_version(), threads=os.cpu_count() or 1)
         except (OSError, ValueError) as error:
-            raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
+            raise StoreError(f"{self.path}: writing the nodes table: {error}") from None
 
     def close(self) -> None:
         """Finish tb_nodes, then write the other tables through SQLite, in one transaction."""
@@ -199,4 +199,4 @@ class PartFile:  # a statements.NodeWriter
         except (TypeError, ValueError, OverflowError) as error:
             raise StoreError(f"{self.path}: a tb_nodes row cannot be stored: {error}") from None
         except OSError as error:
-            raise StoreError(f"{self.path}: cannot write the nodes table: {error}") from None
+            raise StoreError(f"{self.path}: writing the nodes table: {error}") from None
