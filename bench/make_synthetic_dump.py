@@ -9,6 +9,7 @@ in one MLP, so a compare has pass, warning and error nodes.
     python bench/make_synthetic_dump.py --layers 256 --out /tmp/syn/golden
     python bench/make_synthetic_dump.py --layers 256 --out /tmp/syn/target --variant target
     python bench/make_synthetic_dump.py --records 1000000 --out /tmp/big/golden
+    python bench/make_synthetic_dump.py --layers 8 --ranks 64 --steps 2 --out /tmp/wide/golden
 """
 
 from __future__ import annotations
@@ -287,17 +288,22 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True, help="dump root: writes step0/rank<r>/")
     parser.add_argument("--variant", choices=("golden", "target"), default="golden")
     parser.add_argument("--ranks", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=1, help="writes step0 ... step<N-1>")
     parser.add_argument("--seed", type=int, default=1234)
     args = parser.parse_args()
     layers = max(1, round(args.records / RECORDS_PER_LAYER)) if args.records else args.layers
     started = time.perf_counter()
-    for rank in range(args.ranks):
-        generator = Generator(args.variant, args.seed + rank, error_layer=layers // 2)
-        generator.model(layers)
-        generator.write(args.out / "step0" / f"rank{rank}")
-        print(
-            f"rank {rank}: {len(generator.construct)} construct entries, {len(generator.data)} records"
-        )
+    for step in range(args.steps):
+        for rank in range(args.ranks):
+            # each (step, rank) its own statistics: a trend across them has something to show
+            seed = args.seed + rank + 100_003 * step
+            generator = Generator(args.variant, seed, error_layer=layers // 2)
+            generator.model(layers)
+            generator.write(args.out / f"step{step}" / f"rank{rank}")
+            print(
+                f"step {step} rank {rank}: {len(generator.construct)} construct entries, "
+                f"{len(generator.data)} records"
+            )
     print(f"wrote {args.out} in {time.perf_counter() - started:.1f}s")
 
 
