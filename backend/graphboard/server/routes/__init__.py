@@ -7,6 +7,7 @@ from graphboard.server.routes import (
     build_page,
     dumps,
     graphs,
+    heatmap,
     jobs,
     matches,
     nodes,
@@ -18,6 +19,7 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     nodes.router,
     search.router,
     matches.router,
+    heatmap.router,
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
 # Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).
