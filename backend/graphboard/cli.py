@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
 
 from graphboard import __version__
@@ -154,6 +156,9 @@ def _serve_settings(args: argparse.Namespace) -> Settings:
     return Settings(**{name: value for name, value in given.items() if value is not None})
 
 
+SERVER_STARTUP_FAILED = 3  # uvicorn's status when the app or the socket fails to start
+
+
 def _run_serve(args: argparse.Namespace) -> int:
     return _serve(_serve_settings(args))
 
@@ -163,8 +168,29 @@ def _serve(settings: Settings) -> int:
 
     from graphboard.server.app import create_app
 
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port)
-    return 0
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host=settings.host, port=settings.port)
+    )
+    # uvicorn stops gracefully on SIGINT and SIGTERM (the app's shutdown stops its build
+    # processes, which remove their files), then raises the signal again, for _guarded to
+    # exit with; uvicorn.run would swallow that. A hang-up is made to stop it the same way.
+    hung_up: list[int] = []
+
+    def hang_up(signum: int, frame: FrameType | None) -> None:
+        hung_up.append(signum)
+        server.handle_exit(signum, frame)
+
+    previous = signal.getsignal(signal.SIGHUP)
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, hang_up)
+    try:
+        server.run()
+    finally:
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGHUP, previous)
+    if hung_up:
+        signal.raise_signal(signal.SIGHUP)
+    return 0 if server.started else SERVER_STARTUP_FAILED
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -248,10 +274,12 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(run=_run_demo)
     from graphboard.ci.check import add_parser as add_ci_check
     from graphboard.server.commands import add_parsers as add_service_commands
+    from graphboard.table.command import add_parser as add_table
     from graphboard.verdict_cli import add_parser as add_verdict
 
     add_ci_check(commands)  # ci-check: upload, build on a server, exit code from the verdict
     add_verdict(commands)  # verdict: the same verdict from a .vis.db, no server
+    add_table(commands)  # table: msprobe compare's result table as CSV / XLSX
     add_service_commands(commands)  # token create/list/revoke, worker
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)

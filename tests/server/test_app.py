@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import APIRouter, FastAPI
+import uvicorn
+from fastapi import APIRouter
 from fastapi.testclient import TestClient
 
 from graphboard.cli import graphboard_main
@@ -59,10 +60,12 @@ def test_graphboard_serve_runs_uvicorn_on_the_data_dir(
 ) -> None:
     calls: list[dict[str, Any]] = []
 
-    def fake_run(app: FastAPI, host: str, port: int) -> None:
-        calls.append({"app": app, "host": host, "port": port})
+    def fake_run(server: uvicorn.Server) -> None:
+        config = server.config
+        calls.append({"app": config.app, "host": config.host, "port": config.port})
+        server.started = True
 
-    monkeypatch.setattr("uvicorn.run", fake_run)
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     assert graphboard_main(["serve", "--data-dir", str(tmp_path), "--port", "8123"]) == 0
     assert calls[0]["host"] == "127.0.0.1" and calls[0]["port"] == 8123
     assert calls[0]["app"].state.settings.data_root == tmp_path.resolve()
