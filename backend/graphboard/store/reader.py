@@ -47,6 +47,7 @@ __all__ = [
     "Peer",
     "PeerLinks",
     "Source",
+    "StoredNode",
     "VisDb",
     "compile_search_regex",
     "connect",
@@ -168,6 +169,16 @@ class NodeRecord:
     parallel_merge_info: list[str]
     matched_distributed: Any
     dump_data_dir: str | None
+
+
+class StoredNode(NamedTuple):
+    """A node's stored parameter dicts (and stack), for tables over a whole graph."""
+
+    node_order: int
+    name: str
+    input_data: dict[str, Any]
+    output_data: dict[str, Any]
+    stack: list[str]
 
 
 @dataclass(slots=True)
@@ -763,6 +774,47 @@ class VisDb:
         if stored is None:
             return None
         return params_from_display(name, stored[0], stored[1])
+
+    def stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
+        """Every node of the graph holding parameters, in node order, read by one query (a
+        whole-graph table: the compare table), with users' pairings' rescored dicts as
+        ``node`` gives them; ``stacks`` adds each node's stack."""
+        stack_column = "s.stack_info" if stacks else "NULL"
+        join = " LEFT JOIN main.tb_stack s ON s.id = t.stack_id" if stacks else ""
+        rows = self.conn.execute(
+            f"SELECT t.node_order, t.node_name, t.input_data, t.output_data, {stack_column} "
+            f"FROM main.tb_nodes t{join}" + _BY_GRAPH + " AND (t.input_data NOT IN ('', '{}') "
+            "OR t.output_data NOT IN ('', '{}')) ORDER BY t.node_order",
+            (key.step, key.rank, key.side),
+        ).fetchall()
+        overlaid: dict[int, tuple[str | None, str | None]] = {}
+        manual = self.view(key).manual
+        if manual:
+            overlaid = {
+                int(order): (input_text, output_text)
+                for order, input_text, output_text in self.conn.execute(
+                    f"SELECT node_order, input_data, output_data FROM main.{matches.OVERLAY_TABLE} "
+                    "WHERE data_source = ? AND step = ? AND rank = ?",
+                    (key.side, key.step, key.rank),
+                )
+                if int(order) in manual
+            }
+        nodes: list[StoredNode] = []
+        stacks_read: dict[str | None, list[str]] = {}  # the calls of one line share a stack
+        for order, name, input_text, output_text, stack_text in rows:
+            if order in overlaid:
+                input_text = overlaid[order][0] or input_text
+                output_text = overlaid[order][1] or output_text
+            stack = stacks_read.get(stack_text)
+            if stack is None:
+                stack = [str(frame) for frame in _json_or(stack_text, [])]
+                stacks_read[stack_text] = stack
+            nodes.append(
+                StoredNode(
+                    int(order), str(name), _json_or(input_text, {}), _json_or(output_text, {}), stack
+                )
+            )
+        return nodes
 
     def ancestors(self, key: GraphKey, name: str) -> list[NodeSummary] | None:
         """From the root down to ``name``'s parent; None when there is no such node."""
