@@ -69,12 +69,12 @@ class Block(nn.Module):
 
 
 class TinyTransformer(nn.Module):
-    def __init__(self, variant: Variant) -> None:
+    def __init__(self, variant: Variant, blocks: int = BLOCKS) -> None:
         super().__init__()
         self.embedding = nn.Embedding(VOCAB, WIDTH)
         self.blocks = nn.ModuleList(
             Block(variant.gelu_tanh_in_block == index, variant.bf16_softmax_in_block == index)
-            for index in range(BLOCKS)
+            for index in range(blocks)
         )
         self.norm = nn.LayerNorm(WIDTH)
         self.head = nn.Linear(WIDTH, VOCAB)
@@ -86,14 +86,17 @@ class TinyTransformer(nn.Module):
         return self.head(self.norm(x))
 
 
-def train_one_step(variant: Variant, dump_root: Path) -> float:
-    """One SGD step, dumped; the same seed gives both runs the same weights and data."""
+def train_one_step(
+    variant: Variant, dump_root: Path, blocks: int = BLOCKS, task: str = "statistics"
+) -> float:
+    """One SGD step, dumped (``task``: statistics, md5 or tensor); the same seed gives both
+    runs the same weights and data."""
     torch.manual_seed(1234)
-    model = TinyTransformer(variant)
+    model = TinyTransformer(variant, blocks)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     tokens = torch.randint(0, VOCAB, (BATCH, TOKENS))
     labels = torch.randint(0, VOCAB, (BATCH, TOKENS))
-    with probe.dump(model, dump_root, step=0, level="mix", task="statistics"):
+    with probe.dump(model, dump_root, step=0, level="mix", task=task):
         logits = model(tokens)
         loss = nn.functional.cross_entropy(logits.reshape(-1, VOCAB), labels.reshape(-1))
         loss.backward()

@@ -1,0 +1,81 @@
+"""``graphboard table FILE.vis.db -o OUT.csv|OUT.xlsx [--step S --rank R]``: msprobe
+compare's result table for the file's data mode (its columns in its order, then
+graphboard's), one row per target parameter, as CSV or as XLSX with flagged rows filled."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from graphboard.errors import GraphboardError
+from graphboard.store.reader import VisDb, open_vis_db
+from graphboard.table.export_csv import write_csv
+from graphboard.table.export_xlsx import write_xlsx
+from graphboard.table.rows import CompareTable, TableError, build_table
+
+WRITERS: dict[str, Callable[[CompareTable, range, Path], None]] = {
+    ".csv": write_csv,
+    ".xlsx": write_xlsx,
+}
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "table",
+        help="write msprobe compare's result table of a .vis.db as CSV or XLSX",
+        description=__doc__.split(":", 1)[1].strip() if __doc__ else None,
+    )
+    parser.add_argument("file", type=Path, help="a compare .vis.db (graphboard's or msprobe's)")
+    parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="OUT.csv or OUT.xlsx (by the suffix)"
+    )
+    parser.add_argument("--step", type=int, help="the step (needed when the file has several)")
+    parser.add_argument("--rank", type=int, help="the rank (needed when the file has several)")
+    parser.set_defaults(run=run)
+
+
+def _one(kind: str, given: int | None, present: list[int], path: Path) -> int:
+    if given is not None:
+        return given
+    if len(present) == 1:
+        return present[0]
+    raise TableError(f"{path.name}: the file has {kind}s {present}: choose one with --{kind}")
+
+
+def export(path: Path, output: Path, step: int | None, rank: int | None) -> int:
+    """Write the table of ``path`` to ``output``; the number of rows written."""
+    writer = WRITERS.get(output.suffix.lower())
+    if writer is None:
+        raise GraphboardError(f"{output}: expected a .csv or .xlsx output file")
+    if not path.is_file():
+        raise GraphboardError(f"{path}: no such file")
+    if not output.parent.is_dir():
+        raise GraphboardError(f"{output.parent}: no such folder for the output")
+    with tempfile.TemporaryDirectory(prefix="graphboard-table-") as scratch:
+        try:
+            with open_vis_db(path, Path(scratch)) as db:
+                table = _table(db, step, rank)
+        except sqlite3.Error as error:  # raised before the reader could name the file
+            raise GraphboardError(f"{path}: not a readable .vis.db: {error}") from None
+    writer(table, range(len(table)), output)
+    return len(table)
+
+
+def _table(db: VisDb, step: int | None, rank: int | None) -> CompareTable:
+    config = db.config()
+    return build_table(
+        db,
+        _one("step", step, config.steps, db.path),
+        _one("rank", rank, config.ranks, db.path),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    count = export(args.file, args.output, args.step, args.rank)
+    print(f"graphboard table: wrote {args.output} ({count} rows)", file=sys.stderr)
+    return 0

@@ -1,0 +1,118 @@
+"""Which rows of a compare table are shown, in what order: filters by Result and by name
+(a case-insensitive substring, by the search's own :class:`NameIndex`, never a user regex),
+a sort by any column, and a cached table per graph so paging does not rebuild it."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphboard.store.name_index import NameIndex
+from graphboard.table import columns as col
+from graphboard.table.rows import CompareTable
+
+Rows = npt.NDArray[np.int64]
+
+
+def sort_key(cell: str) -> tuple[int, float, str]:
+    """Numbers (``12.5``, ``0.0014%``, ``inf``) in numeric order, then text in text order."""
+    text = cell.rstrip("\t%")  # msprobe marks inf/nan cells with a tab; errors in percent
+    try:
+        number = float(text)
+    except ValueError:
+        return (1, 0.0, cell)
+    if math.isnan(number):
+        return (1, 0.0, cell)
+    return (0, number, "")
+
+
+def _ascending(table: CompareTable, column: str) -> Sequence[int]:
+    order = table.sorted_by.get(column)
+    if order is None:
+        index = table.columns.index(column)
+        keys = [sort_key(cells[index]) for cells in table.cells]
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties in row order
+        table.sorted_by[column] = order
+    return order
+
+
+def name_index(table: CompareTable) -> NameIndex:
+    if table.name_index is None:
+        table.name_index = NameIndex(table.column(col.NPU_NAME))
+    return table.name_index
+
+
+def select(
+    table: CompareTable,
+    *,
+    results: Collection[str] = (),
+    name: str | None = None,
+    sort: str | None = None,
+    descending: bool = False,
+) -> Rows:
+    """Row positions shown: those whose Result is one of ``results`` (any when empty) and
+    whose NPU Name contains ``name`` (any case), in table order or sorted by ``sort``."""
+    if sort is not None and sort not in table.columns:
+        raise ValueError(f"sort: no column {sort!r} (columns: {', '.join(table.columns)})")
+    keep = np.ones(len(table), dtype=bool)
+    if results:
+        wanted = set(results)
+        keep &= np.fromiter((cell in wanted for cell in table.column(col.RESULT)), bool, len(table))
+    if name:
+        hits = np.zeros(len(table), dtype=bool)
+        hits[name_index(table).containing(name)] = True
+        keep &= hits
+    if sort is None:
+        order: Rows = np.arange(len(table), dtype=np.int64)
+    else:
+        order = np.asarray(_ascending(table, sort), dtype=np.int64)
+    if descending:
+        order = order[::-1]
+    shown: Rows = order[keep[order]]
+    return shown
+
+
+class TableCache:
+    """Least-recently-used tables, holding at most ``max_rows`` rows in all; one build per
+    key at a time (other requests for it wait for that build)."""
+
+    def __init__(self, max_rows: int) -> None:
+        self.max_rows = max_rows
+        self._tables: OrderedDict[tuple[Any, ...], CompareTable] = OrderedDict()
+        self._rows = 0
+        self._lock = threading.Lock()
+        self._loading: dict[tuple[Any, ...], threading.Lock] = {}
+
+    def get(self, key: tuple[Any, ...], build: Callable[[], CompareTable]) -> CompareTable:
+        with self._lock:
+            table = self._tables.get(key)
+            if table is not None:
+                self._tables.move_to_end(key)
+                return table
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:
+            with self._lock:
+                table = self._tables.get(key)
+                if table is not None:
+                    return table
+            try:
+                table = build()
+            finally:
+                with self._lock:
+                    self._loading.pop(key, None)
+            with self._lock:
+                self._tables[key] = table
+                self._rows += len(table)
+                while self._rows > self.max_rows and len(self._tables) > 1:
+                    _old_key, old = self._tables.popitem(last=False)
+                    self._rows -= len(old)
+        return table
+
+
+TABLES = TableCache(max_rows=2_000_000)

@@ -1,0 +1,184 @@
+"""One graph's compare table: a row per target parameter, as msprobe ``compare`` lists them.
+
+The rows come from what the build stored, read in one pass: the target graph's nodes and
+their golden counterparts by one query a side (``VisDb.stored_nodes``), each pair's
+parameters paired as the node view pairs them (``present.paired_stored``). Values are the
+stored display strings; a value the file does not hold is msprobe's ``N/A``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
+from graphboard.compare.result import DataMode, Level
+from graphboard.errors import GraphboardError
+from graphboard.server.present import PairedParam, StoredParams, paired_stored
+from graphboard.store.name_index import NameIndex
+from graphboard.store.reader import GraphKey, StoredNode, VisDb
+from graphboard.table import columns as col
+
+NA = "N/A"  # msprobe's cell for a value it does not have
+_NO_DATA_NAME = "-1"  # msprobe's data_name of a parameter saved to no file
+_CHECK_EVERY = 256  # nodes between two looks at the deadline
+_METRICS = {DataMode.SUMMARY: SUMMARY_METRIC_NAMES, DataMode.TENSOR: TENSOR_METRIC_NAMES}
+
+
+class TableError(GraphboardError):
+    """The file cannot give a compare table (a build, a structure-only compare, no graph)."""
+
+
+class TableTooSlow(TableError):
+    """Building the table took longer than the caller allows."""
+
+
+@dataclass(slots=True)
+class CompareTable:
+    """The rows of one graph's table; ``cells[i]`` lines up with ``columns``."""
+
+    mode: DataMode
+    columns: tuple[str, ...]
+    cells: list[tuple[str, ...]]
+    nodes: list[str]  # the target node each row belongs to (the viewer links to it)
+    # column -> row positions sorted ascending by it, and the NPU Names' search index:
+    # query.py makes each on first use
+    sorted_by: dict[str, Sequence[int]] = field(default_factory=dict)
+    name_index: NameIndex | None = None
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    def column(self, name: str) -> list[str]:
+        index = self.columns.index(name)
+        return [cells[index] for cells in self.cells]
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == "null":
+        return NA
+    return str(value)
+
+
+def _fields(row: PairedParam, side: str) -> dict[str, Any]:
+    found = row.target if side == "target" else row.golden
+    return found.fields if found is not None else {}
+
+
+def _basic(row: PairedParam, target: dict[str, Any], golden: dict[str, Any]) -> list[str]:
+    assert row.target is not None
+    return [
+        row.target.name,
+        row.golden.name if row.golden is not None else NA,
+        _shown(target.get("dtype")),
+        _shown(golden.get("dtype")),
+        _shown(target.get("shape")),
+        _shown(golden.get("shape")),
+        _shown(target.get("requires_grad")),
+        _shown(golden.get("requires_grad")),
+    ]
+
+
+def _statistics(fields: dict[str, Any]) -> list[str]:
+    return [_shown(fields.get(stored)) for _name, stored in col.STATISTICS]
+
+
+def _verdict(row: PairedParam) -> list[str]:
+    comparison = row.comparison
+    # msprobe's cells for a parameter nothing was compared with: a null (masked) leaf, or
+    # one with no golden twin (whose requires_grad has nothing to agree with)
+    consistent = comparison.get(col.REQUIRES_GRAD_CONSISTENT)
+    if consistent is None:
+        consistent = "True" if row.golden is not None else "False"
+    return [
+        _shown(consistent),
+        _shown(comparison.get(col.RESULT, "pass")),
+        _shown(comparison.get(col.ERR_MESSAGE, "[]")),
+    ]
+
+
+def _data_name(fields: dict[str, Any]) -> str:
+    name = fields.get("data_name")
+    return _NO_DATA_NAME if name in (None, "null") else str(name)
+
+
+def row_cells(
+    mode: DataMode, row: PairedParam, stack: str, starts_here: str
+) -> tuple[str, ...] | None:
+    """One table row, or None for a golden parameter with no target twin (msprobe drops
+    those)."""
+    if row.target is None:
+        return None
+    target, golden = _fields(row, "target"), _fields(row, "golden")
+    cells = _basic(row, target, golden)
+    if mode is DataMode.MD5:
+        cells += [_shown(target.get("md5")), _shown(golden.get("md5"))]
+        cells += _verdict(row)
+        cells.append(stack)
+    else:
+        comparison = row.comparison
+        cells += [_shown(comparison.get(name)) for name in _METRICS[mode]]
+        cells += _statistics(target)
+        cells += _statistics(golden) if row.golden is not None else [NA] * 4
+        cells += _verdict(row)
+        cells.append(stack)
+        if mode is DataMode.TENSOR:
+            pair = [_data_name(target), _data_name(golden)]
+            cells.append(str(pair))
+    cells.append(starts_here)
+    return tuple(cells)
+
+
+def _mode_of(db: VisDb) -> DataMode:
+    config = db.config()
+    if not config.compare:
+        raise TableError(f"{db.path.name}: a build, not a compare: there is no result table")
+    mode = config.mode
+    if mode not in col.TABLE_MODES:
+        raise TableError(
+            f"{db.path.name}: data mode {config.data_mode!r} has no result table "
+            "(expected summary, md5 or all)"
+        )
+    assert mode is not None
+    return mode
+
+
+def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = None) -> CompareTable:
+    """The compare table of the target graph at ``step``/``rank``; past ``deadline``
+    (``time.monotonic``), TableTooSlow."""
+    mode = _mode_of(db)
+    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
+    if not db.has_graph(target_key):
+        config = db.config()
+        raise TableError(
+            f"{db.path.name}: no graph for step {step}, rank {rank} "
+            f"(steps {config.steps}, ranks {config.ranks})"
+        )
+    view = db.view(target_key)
+    counterpart, introduced = view.columns["counterpart"], view.columns["introduced"]
+    golden_nodes: dict[int, StoredNode] = {}
+    if db.has_graph(golden_key):
+        golden_nodes = {node.node_order: node for node in db.stored_nodes(golden_key)}
+    table = CompareTable(mode, col.table_columns(mode), [], [])
+    for count, node in enumerate(db.stored_nodes(target_key, stacks=True)):
+        if deadline is not None and count % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+            raise TableTooSlow(
+                f"{db.path.name}: the table of step {step}, rank {rank} took too long"
+            )
+        twin = golden_nodes.get(int(counterpart[node.node_order]))
+        rows = paired_stored(
+            StoredParams(node.name, node.input_data, node.output_data),
+            StoredParams(twin.name, twin.input_data, twin.output_data) if twin else None,
+        )
+        code = int(introduced[node.node_order])
+        starts_here = Level(code).label if code > 0 else ""
+        stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
+        for row in rows:
+            cells = row_cells(mode, row, stack, starts_here)
+            if cells is not None:
+                table.cells.append(cells)
+                table.nodes.append(node.name)
+                stack = NA
+    return table

@@ -1,0 +1,122 @@
+"""CSV and XLSX files of the table, and ``graphboard table`` writing them (a real subprocess)."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from fixture_cases import BuildFn
+from graphboard.store.reader import open_vis_db
+from graphboard.table import export_xlsx
+from graphboard.table.export_csv import write_csv
+from graphboard.table.export_xlsx import write_xlsx
+from graphboard.table.query import select
+from graphboard.table.rows import CompareTable, build_table
+
+_SCRIPT = Path(sys.executable).with_name("graphboard")
+COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "graphboard.cli"]
+
+
+@pytest.fixture(scope="module")
+def stats_table(built: BuildFn, tmp_path_factory: pytest.TempPathFactory) -> CompareTable:
+    with open_vis_db(built("convnet-stats"), tmp_path_factory.mktemp("cache")) as db:
+        return build_table(db, 0, 0)
+
+
+def read_csv(path: Path) -> list[list[str]]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.reader(handle))
+
+
+def test_csv_holds_every_row_as_stored(stats_table: CompareTable, tmp_path: Path) -> None:
+    out = tmp_path / "t.csv"
+    write_csv(stats_table, range(len(stats_table)), out)
+    rows = read_csv(out)
+    assert tuple(rows[0]) == stats_table.columns
+    assert [tuple(row) for row in rows[1:]] == stats_table.cells  # stacks' newlines survive
+    assert b"\r\n" not in out.read_bytes()
+
+
+def test_xlsx_marks_rows_freezes_the_header_and_filters(
+    stats_table: CompareTable, tmp_path: Path
+) -> None:
+    out = tmp_path / "t.xlsx"
+    write_xlsx(stats_table, range(len(stats_table)), out)
+    sheet = openpyxl.load_workbook(out).active
+    assert sheet.freeze_panes == "A2"
+    assert sheet.auto_filter.ref == f"A1:AC{len(stats_table) + 1}"
+    assert [cell.value for cell in sheet[1]] == list(stats_table.columns)
+    assert sheet["A1"].font.b
+    result_at = stats_table.columns.index("Result")
+    fills = {"error": export_xlsx.ERROR_FILL, "warning": export_xlsx.WARNING_FILL}
+    seen = set()
+    for cells, row in zip(stats_table.cells, sheet.iter_rows(min_row=2), strict=True):
+        assert tuple(cell.value or "" for cell in row) == cells
+        expected = fills.get(cells[result_at])
+        colours = {cell.fill.fgColor.rgb if cell.fill.fill_type else None for cell in row}
+        assert colours == {expected}, cells[0]
+        seen.add(cells[result_at])
+    assert seen == {"pass", "warning", "error"}
+
+
+def test_a_failed_export_leaves_no_file(stats_table: CompareTable, tmp_path: Path) -> None:
+    out = tmp_path / "t.csv"
+    with pytest.raises(IndexError):
+        write_csv(stats_table, [0, 1, len(stats_table)], out)  # the third row is not there
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_rows_shown_are_exported_in_their_order(
+    stats_table: CompareTable, tmp_path: Path
+) -> None:
+    shown = select(stats_table, results=["warning"], sort="NormRelativeErr", descending=True)
+    out = tmp_path / "t.csv"
+    write_csv(stats_table, shown, out)
+    rows = read_csv(out)[1:]
+    assert len(rows) == 9 and {row[25] for row in rows} == {"warning"}
+    errors = [float(row[15].rstrip("%")) for row in rows]
+    assert errors == sorted(errors, reverse=True)
+
+
+def table_command(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, "table", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
+def test_the_command_writes_the_file(built: BuildFn, tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"result{suffix}"
+    done = table_command(built("convnet-md5"), "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert "rows)" in done.stderr
+    if suffix == ".csv":
+        header = read_csv(out)[0]
+    else:
+        header = [cell.value for cell in openpyxl.load_workbook(out).active[1]]
+    assert header[8:10] == ["NPU MD5", "BENCH MD5"]
+
+
+def test_the_command_refuses_bad_input_in_one_line(built: BuildFn, tmp_path: Path) -> None:
+    build = built("convnet-stats", compare=False)
+    cases = [
+        ((built("convnet-stats"), "-o", tmp_path / "t.txt"), "expected a .csv or .xlsx"),
+        ((tmp_path / "none.vis.db", "-o", tmp_path / "t.csv"), "no such file"),
+        ((build, "-o", tmp_path / "t.csv"), "a build, not a compare"),
+        ((built("convnet-stats"), "-o", tmp_path / "t.csv", "--step", "4"), "no graph for step 4"),
+    ]
+    for args, message in cases:
+        done = table_command(*args)
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], done.stderr
+    assert list(tmp_path.iterdir()) == []
