@@ -12,6 +12,7 @@ from graphboard.server.routes import (
     matches,
     nodes,
     search,
+    table,
     uploads,
 )
 
@@ -20,6 +21,7 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     search.router,
     matches.router,
     heatmap.router,
+    table.router,
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
 # Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).
