@@ -97,6 +97,7 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
         ...options,
         params: { ...keyParams(key), precision, overflow, unmatched, leaves_only: leavesOnly, cursor, limit },
       }),
+    heatmap: (graph, params, options = {}) => request('GET', graphUrl(graph, 'heatmap'), { ...options, params }),
     match: (graph, body) => request('POST', graphUrl(graph, 'matches'), { body }),
     unmatch: (graph, { step, rank, target, golden, descendants = false }) =>
       request('DELETE', graphUrl(graph, 'matches'), {

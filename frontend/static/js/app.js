@@ -539,6 +539,8 @@ export class App {
       micro: state.microStep,
     });
     if (search !== globalThis.location.search) history.replaceState(null, '', `${globalThis.location.pathname}${search}`);
+    const trends = this.doc.querySelector('#trends-link'); // the Trends page opens on this file
+    if (trends) trends.href = `/trends${buildUrlSearch({ graph: state.graph, step: state.step, rank: state.rank })}`;
   }
 
   showStatus(text) {
