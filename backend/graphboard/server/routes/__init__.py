@@ -12,6 +12,7 @@ from graphboard.server.routes import (
     matches,
     nodes,
     search,
+    trends_page,
     table,
     uploads,
 )
@@ -25,4 +26,10 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
 # Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).
-CI_ROUTERS: tuple[APIRouter, ...] = (uploads.router, jobs.router, dumps.router, build_page.router)
+CI_ROUTERS: tuple[APIRouter, ...] = (
+    uploads.router,
+    jobs.router,
+    dumps.router,
+    build_page.router,
+    trends_page.router,
+)
