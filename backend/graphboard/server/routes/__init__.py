@@ -12,8 +12,8 @@ from graphboard.server.routes import (
     matches,
     nodes,
     search,
-    trends_page,
     table,
+    trends_page,
     uploads,
 )
 
