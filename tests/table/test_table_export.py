@@ -14,7 +14,7 @@ from fixture_cases import BuildFn
 from graphboard.store.reader import open_vis_db
 from graphboard.table import export_xlsx
 from graphboard.table.export_csv import write_csv
-from graphboard.table.export_xlsx import write_xlsx
+from graphboard.table.export_xlsx import column_letter, write_xlsx
 from graphboard.table.query import select
 from graphboard.table.rows import CompareTable, build_table
 
@@ -120,3 +120,24 @@ def test_the_command_refuses_bad_input_in_one_line(built: BuildFn, tmp_path: Pat
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_column_letters_run_past_z() -> None:
+    from openpyxl.utils import get_column_letter
+
+    assert [column_letter(n) for n in range(1, 800)] == [
+        get_column_letter(n) for n in range(1, 800)
+    ]
+
+
+def test_xlsx_cells_keep_what_xml_can_hold(stats_table: CompareTable, tmp_path: Path) -> None:
+    odd = CompareTable(
+        stats_table.mode,
+        stats_table.columns,
+        [('a<b> & "c"\n  d ', "bell\x07", *stats_table.cells[0][2:])],
+        ["a"],
+    )
+    out = tmp_path / "odd.xlsx"
+    write_xlsx(odd, [0], out)
+    row = next(openpyxl.load_workbook(out).active.iter_rows(min_row=2, values_only=True))
+    assert row[:2] == ('a<b> & "c"\n  d ', "bell\ufffd")

@@ -32,7 +32,7 @@ from graphboard.table.rows import CompareTable, TableError, TableTooSlow, build_
 router = APIRouter(prefix="/api/graphs", tags=["table"], responses=schemas.ERRORS)
 
 BUILD_SECONDS = 60.0  # longest a table may take to build (a million-record graph's order)
-MAX_XLSX_ROWS = 100_000  # beyond, XLSX takes minutes: filter first, or take the CSV
+MAX_XLSX_ROWS = 1_048_575  # a sheet's rows but its header (Excel's limit)
 _MEDIA = {
     "csv": "text/csv; charset=utf-8",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -56,8 +56,8 @@ class TablePage(schemas.ApiModel):
     total: int = Field(description="rows that pass the filters")
 
 
-Step = Annotated[int, Query(ge=0)]
-Rank = Annotated[int, Query(ge=0)]
+Step = Annotated[schemas.Index, Query()]  # bounded: 2**63 would overflow SQLite (a 500)
+Rank = Annotated[schemas.Index, Query()]
 ResultFilter = Annotated[
     list[schemas.LevelName] | None,
     Query(description="keep rows with this Result (repeatable)"),
@@ -154,7 +154,7 @@ def table_export(
     shown = _shown(table, result, name, sort, descending)
     if format == "xlsx" and len(shown) > MAX_XLSX_ROWS:
         raise InvalidParameters(
-            f"{len(shown)} rows: XLSX takes at most {MAX_XLSX_ROWS}; filter them, or take the CSV",
+            f"{len(shown)} rows: a sheet holds at most {MAX_XLSX_ROWS}; filter them, or take the CSV",
             code="too_many_rows",
         )
     handle, temporary = tempfile.mkstemp(prefix="graphboard-table-", suffix=f".{format}")
