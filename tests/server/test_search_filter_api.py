@@ -12,6 +12,8 @@ from fastapi.testclient import TestClient
 from served_files import Q
 
 from graphboard.compare.engine import level_of_precision
+from graphboard.server.app import create_app
+from graphboard.server.settings import Settings
 
 
 def _names(
@@ -85,13 +87,58 @@ def test_regex_search(client: TestClient, data_dir: Path, pattern: str) -> None:
     assert bodies[0]["total"] == len(expected)
 
 
-@pytest.mark.parametrize("pattern", ["(", "[a-", "(a+)+$", r"(\w*)*x", "x" * 300])
-def test_a_refused_regex_is_422(client: TestClient, pattern: str) -> None:
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [
+        ("(", "missing )"),
+        ("[a-", "missing ]"),
+        (r"(relu)\.\1", "no backreferences"),
+        ("conv(?=1)", "invalid perl operator: (?="),
+        ("x" * 300, "longer than 256 characters"),
+        ("[^.]{1000}" * 3, "too complex"),
+    ],
+)
+def test_a_refused_regex_is_422(client: TestClient, pattern: str, says: str) -> None:
     response = client.get(
         "/api/graphs/ours/convnet-stats/search", params={**Q, "q": pattern, "regex": True}
     )
     assert response.status_code == 422
-    assert response.json()["error"]["code"] in ("invalid_regex", "invalid_parameters")
+    error = response.json()["error"]
+    assert error["code"] == "invalid_regex" and error["message"].startswith("q: ")
+    assert says in error["message"] and "\n" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "holds"),
+    [
+        ("(.|.)*!", lambda name: "!" in name),
+        (".*.*.*!", lambda name: "!" in name),
+        (r"(?:(\w|\.)*)*!", lambda name: "!" in name),
+        ("(a+)+$", lambda name: name.lower().endswith("a")),
+        (r"(\w*)*0\.forward", lambda name: "0.forward" in name.lower()),
+    ],
+)
+def test_catastrophic_regexes_are_answered(
+    client: TestClient, data_dir: Path, pattern: str, holds: Any
+) -> None:
+    """Python's re backtracks for ever on these: RE2 answers them, in linear time."""
+    expected = {name for name, *_rest in _names(data_dir, "ours/convnet-stats") if holds(name)}
+    items, bodies = _pages(client, "ours/convnet-stats", "search", limit=50, q=pattern, regex=True)
+    assert {item["name"] for item in items} == expected
+    assert bodies[0]["total"] == len(expected)
+
+
+def test_a_regex_search_past_its_time_limit_is_422(data_dir: Path) -> None:
+    with TestClient(create_app(Settings(data_dir=data_dir, search_seconds=1e-9))) as slow:
+        response = slow.get(
+            "/api/graphs/ours/convnet-stats/search", params={**Q, "q": "relu", "regex": True}
+        )
+        assert response.status_code == 422
+        error = response.json()["error"]
+        assert error["code"] == "search_too_slow" and "time limit" in error["message"]
+        # a substring search has no such limit
+        plain = slow.get("/api/graphs/ours/convnet-stats/search", params={**Q, "q": "relu"})
+        assert plain.status_code == 200 and plain.json()["total"] > 0
 
 
 def test_search_with_no_hit_and_bad_query(client: TestClient) -> None:

@@ -239,7 +239,7 @@ def test_required_literal(pattern: str, literal: str | None) -> None:
                 assert found.lower() in name.lower()
 
 
-@pytest.mark.parametrize("pattern", ["(a+)+", r"(\w*)*$", "(x{1,9})+y", "(", "a" * 300])
+@pytest.mark.parametrize("pattern", [r"(a)\1", "(?=a)", "(?<=a)b", "(", "a" * 300])
 def test_refused_patterns(pattern: str) -> None:
     with pytest.raises(ValueError):
         compile_search_regex(pattern)

@@ -34,6 +34,11 @@ class Settings(BaseSettings):
         ge=1,
         description="nodes of per-graph columns and name indexes kept in memory (~300 bytes each)",
     )
+    search_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="longest a regex search may run before it gives up (422 search_too_slow)",
+    )
     allow_matching: bool = Field(default=True, description="False: manual matching is refused")
     static_dir: Path | None = Field(default=None, description="served at /static when set")
     templates_dir: Path | None = Field(default=None, description="jinja2 page shells")

@@ -6,13 +6,13 @@ names) says how often the needle occurs. When that is rarely, as for most querie
 types, a ``str.find`` walk collects the hits and a binary search maps them to names. When it
 is often, the total is ``sum(map(operator.contains, ...))`` (one C-level pass over the list,
 whatever the hits) and a page is found by the same ``find`` walk from the cursor. Recent
-queries are remembered, so paging through one is cheap.
+queries are remembered, so paging through one is cheap. Regexes are matched by
+:mod:`graphboard.store.name_regex` against a UTF-8 copy of the names, made on first use.
 """
 
 from __future__ import annotations
 
 import operator
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -21,8 +21,9 @@ from itertools import compress, count, repeat
 import numpy as np
 import numpy.typing as npt
 
+from graphboard.store.name_regex import EncodedNames, SearchRegex, matching_names
+
 _SEPARATOR = "\n"
-MIN_LITERAL = 3  # shorter needles are not worth a pre-filter
 FEW_OCCURRENCES = 100_000  # up to this, collect hits with a find walk
 _REMEMBERED = 32
 Hits = npt.NDArray[np.int64]
@@ -39,6 +40,7 @@ class NameIndex:
         # needle -> (every hit, when few; the total)
         self._remembered: OrderedDict[str, tuple[Hits | None, int]] = OrderedDict()
         self._lock = threading.Lock()
+        self._encoded: EncodedNames | None = None
 
     def __len__(self) -> int:
         return len(self.lowered)
@@ -101,91 +103,17 @@ class NameIndex:
             compress(count(), map(operator.contains, self.lowered, repeat(needle))), np.int64
         )
 
-    def matching(self, pattern: re.Pattern[str], needle: str | None) -> Hits:
-        """Positions whose name matches ``pattern`` (compiled case-insensitive, so it matches
-        the lower-cased name alike); with ``needle``, only names containing it are tried."""
-        search = pattern.search
-        if needle is None:
-            return np.fromiter(compress(count(), map(search, self.lowered)), np.int64)
-        candidates = self.containing(needle)
-        lowered = self.lowered
-        return candidates[[search(lowered[position]) is not None for position in candidates]]
+    def matching(
+        self, regex: SearchRegex, needle: str | None, deadline: float | None = None
+    ) -> Hits:
+        """Positions whose name matches ``regex`` (compiled case-insensitive, so it matches
+        the lower-cased name alike); with ``needle``, only names containing it are tried.
+        Past ``deadline`` (``time.monotonic``), SearchTooSlow."""
+        candidates = None if needle is None else self.containing(needle)
+        return matching_names(self.encoded(), regex, candidates, deadline)
 
-
-# --- regular expressions ----------------------------------------------------------------------------
-
-_MAX_PATTERN = 256
-# A quantified group that itself holds a quantifier, e.g. (a+)+ or (\w*)*: catastrophic
-# backtracking. Python's re has no time-out, so such patterns are refused up front.
-_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)\s*[*+{]")
-
-
-def compile_search_regex(text: str) -> re.Pattern[str]:
-    """A user's name regex, case-insensitive; ValueError says why it is refused."""
-    if len(text) > _MAX_PATTERN:
-        raise ValueError(f"the pattern is longer than {_MAX_PATTERN} characters")
-    if _NESTED_QUANTIFIER.search(text):
-        raise ValueError("nested quantifiers such as (a+)+ are not allowed (they can take forever)")
-    try:
-        return re.compile(text, re.IGNORECASE)
-    except re.error as error:
-        raise ValueError(f"not a valid regular expression: {error}") from None
-
-
-def required_literal(pattern: str) -> str | None:
-    """The longest run of plain characters every match must contain (3+ characters), so a
-    regex search only tests the names holding it. None when unsure (alternation, etc.)."""
-    if "|" in pattern:
-        return None
-    runs: list[str] = []
-    current: list[str] = []
-    depth = 0
-    index = 0
-    in_class = False
-
-    def close() -> None:
-        if current:
-            runs.append("".join(current))
-            current.clear()
-
-    while index < len(pattern):
-        char = pattern[index]
-        following = pattern[index + 1] if index + 1 < len(pattern) else ""
-        if in_class:
-            if char == "\\":
-                index += 1
-            elif char == "]":
-                in_class = False
-        elif char == "[":
-            close()
-            in_class = True
-        elif char == "(":
-            close()
-            depth += 1
-        elif char == ")":
-            close()
-            depth -= 1
-        elif char == "\\":
-            index += 1
-            if following and not following.isalnum() and depth == 0:
-                if pattern[index + 1 : index + 2] in ("?", "*", "{"):
-                    close()  # an optional character ends the run
-                else:
-                    current.append(following)
-            else:  # \d, \w, \b ... are classes or anchors, not characters
-                close()
-        elif char in ".^$?*+":
-            close()
-        elif char == "{":  # a counted repeat: skip its bounds
-            close()
-            closing = pattern.find("}", index)
-            index = len(pattern) if closing < 0 else closing
-        elif depth == 0:
-            if following in ("?", "*", "{"):
-                close()  # an optional character ends the run
-            else:
-                current.append(char)
-        index += 1
-    close()
-    best = max(runs, key=len, default="")
-    return best if len(best) >= MIN_LITERAL else None
+    def encoded(self) -> EncodedNames:
+        with self._lock:  # built once: the copy is as large as the names
+            if self._encoded is None:
+                self._encoded = EncodedNames(self.lowered, self.text)
+            return self._encoded

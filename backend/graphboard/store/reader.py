@@ -33,7 +33,7 @@ from graphboard.dump.records import Param
 from graphboard.errors import StoreError
 from graphboard.store import arrays, matches, sidecar
 from graphboard.store.graph_views import VIEWS, FileIdentity, GraphKey, GraphView, file_identity
-from graphboard.store.name_index import compile_search_regex, required_literal
+from graphboard.store.name_regex import compile_search_regex, required_literal
 from graphboard.store.param_parse import params_from_display
 
 __all__ = [
@@ -857,15 +857,19 @@ class VisDb:
         regex: bool = False,
         after: int | None = None,
         limit: int = 100,
+        deadline: float | None = None,
     ) -> Page:
         """Nodes whose name contains ``text`` (any case), or matches the regex ``text``, in
-        execution order, with the total. The cursor is an execution position."""
+        execution order, with the total. The cursor is an execution position. A regex is
+        refused with RegexRefused (a ValueError), and stopped past ``deadline`` (a
+        ``time.monotonic`` value) with SearchTooSlow."""
         view = self.view(key)
         index = view.name_index
         if regex:
             pattern = compile_search_regex(text)
             literal = required_literal(text)
-            hits = index.matching(pattern, literal.lower() if literal is not None else None)
+            needle = literal.lower() if literal is not None else None
+            hits = index.matching(pattern, needle, deadline)
             total = len(hits)
             start = 0 if after is None else int(np.searchsorted(hits, after, side="right"))
             positions = [int(hit) for hit in hits[start : start + limit + 1]]
