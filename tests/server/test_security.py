@@ -7,12 +7,17 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Iterator
+from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from served_files import Q
 
+from ci_support import live_server
 from graphboard.server.app import create_app
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
 from graphboard.server.settings import Settings
@@ -170,3 +175,132 @@ def test_node_names_are_bound_not_spliced(client: TestClient) -> None:
         == 0
     )
     assert client.get("/api/graphs/ours/convnet-stats/children", params=Q).status_code == 200
+
+
+# --- numbers too large for SQLite (issue 16, item 4) --------------------------------------
+
+TOO_LARGE = 2**63  # one past SQLite's largest integer
+INDEX_PARAMETERS = ("step", "rank", "cursor", "micro_step")
+NODE = "Module.classifier.0.Linear.forward.0"
+GOLDEN_NODE = "Module.head.0.Linear.forward.0"
+# where the first enum values would make a request invalid before the number is read
+VALID_CHOICES = {"heatmap": {"rows": "module", "cols": "pass", "step": 0, "rank": 0}}
+OWN_CHECKS = {"heatmap"}  # routes that name the file's steps and ranks in their own 422
+
+
+def _filler(spec: dict[str, Any], parameter: dict[str, Any]) -> Any:
+    """A valid value for a required query parameter, from its OpenAPI schema."""
+    schema = parameter.get("schema", {})
+    for option in schema.get("anyOf", [schema]):
+        if "$ref" in option:
+            option = spec["components"]["schemas"][option["$ref"].rsplit("/", 1)[1]]
+        if "enum" in option:
+            return option["enum"][0]
+        if option.get("type") == "integer":
+            return 0
+        if option.get("type") == "boolean":
+            return "false"
+    return {"target": NODE, "golden": GOLDEN_NODE}.get(parameter["name"], "DefaultModel")
+
+
+def _index_operations(spec: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(method, path, parameter, the other required parameters) of every operation of the
+    graph API taking a step, rank, cursor or micro step in its query."""
+    found = []
+    for path, operations in spec["paths"].items():
+        if not path.startswith("/api/graphs/{graph}/"):
+            continue
+        for method, operation in operations.items():
+            query = [p for p in operation.get("parameters", []) if p["in"] == "query"]
+            required = {p["name"]: _filler(spec, p) for p in query if p.get("required")}
+            required.setdefault("side", "NPU")
+            required.update(VALID_CHOICES.get(path.rsplit("/", 1)[1], {}))
+            for parameter in query:
+                if parameter["name"] in INDEX_PARAMETERS:
+                    url = path.replace("{graph}", "ours/layer-mapping")
+                    found.append((method.upper(), url, parameter["name"], required))
+    return found
+
+
+def test_numbers_past_sqlite_integers_are_422_everywhere(fresh_data_dir: Path) -> None:
+    with (
+        live_server(Settings(data_dir=fresh_data_dir)) as base,
+        httpx.Client(base_url=base, timeout=30) as http,
+    ):
+        operations = _index_operations(http.get("/openapi.json").json())
+        routes = {(method, url.rsplit("/", 1)[1]) for method, url, _p, _r in operations}
+        assert {("GET", "children"), ("GET", "search"), ("DELETE", "matches")} <= routes
+        assert {("POST", "undo"), ("POST", "vis-config"), ("GET", "peers")} <= routes
+        for method, url, parameter, required in operations:
+            for value in (TOO_LARGE, 10**30):
+                params = {**required, parameter: value}
+                if url.endswith("/search"):
+                    params["q"] = "linear"
+                body = {} if url.endswith("vis-config") and method == "POST" else None
+                response = http.request(method, url, params=params, json=body)
+                assert response.status_code == 422, (method, url, parameter, response.text)
+                error = response.json()["error"]
+                if url.rsplit("/", 1)[1] in OWN_CHECKS and error["code"] != "invalid_parameters":
+                    assert f"{parameter}={value}" in error["message"]
+                    continue
+                assert error["code"] == "invalid_parameters"
+                assert ["query", parameter] in [item["location"] for item in error["details"]]
+            # the largest integer SQLite holds is a number like any other: no graph has it
+            largest = http.request(
+                method,
+                url,
+                params={**required, "q": "linear", parameter: TOO_LARGE - 1},
+                json={} if url.endswith("vis-config") and method == "POST" else None,
+            )
+            assert largest.status_code != 500, (method, url, parameter, largest.text)
+            assert http.get("/api/graphs/ours/layer-mapping/config").status_code == 200
+        for field in ("step", "rank"):
+            body = {"step": 0, "rank": 0, "target": NODE, "golden": GOLDEN_NODE, field: TOO_LARGE}
+            posted = http.post("/api/graphs/ours/layer-mapping/matches", json=body)
+            assert posted.status_code == 422, posted.text
+            details = posted.json()["error"]["details"]
+            assert ["body", field] in [item["location"] for item in details]
+            largest = http.post(
+                "/api/graphs/ours/layer-mapping/matches", json={**body, field: TOO_LARGE - 1}
+            )
+            assert largest.status_code == 404, largest.text
+        children = http.get("/api/graphs/ours/layer-mapping/children", params=Q)
+        assert children.status_code == 200
+
+
+# --- download names (issue 16, item 5) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("stem", ["模型对比", 'say "hi"', "naïve run;x=1"])
+def test_vis_config_download_names_round_trip(tmp_path: Path, data_dir: Path, stem: str) -> None:
+    root = tmp_path / "served"
+    root.mkdir()
+    shutil.copyfile(data_dir / "ours/layer-mapping.vis.db", root / f"{stem}.vis.db")
+    with TestClient(create_app(Settings(data_dir=root))) as client:
+        graph = quote(stem, safe="")
+        response = client.get(f"/api/graphs/{graph}/matches/vis-config", params=Q)
+        assert response.status_code == 200, response.text
+        header = response.headers["content-disposition"]
+        assert header.isascii()
+        parsed = EmailMessage()  # the header is well formed: one disposition, one fallback
+        parsed["content-disposition"] = header
+        assert parsed.get_content_disposition() == "attachment"
+        fallback = parsed.get_param("filename", header="content-disposition")
+        assert (
+            isinstance(fallback, str)
+            and fallback.isascii()
+            and len(fallback) == len(f"{stem}_0_0.vis.config")
+        )
+        assert _extended_filename(header) == f"{stem}_0_0.vis.config"
+
+
+def _extended_filename(header: str) -> str:
+    """The ``filename*`` of a Content-Disposition (RFC 5987: charset''percent-encoded)."""
+    (value,) = [
+        part.strip().removeprefix("filename*=")
+        for part in header.split(";")
+        if part.strip().startswith("filename*=")
+    ]
+    charset, _language, encoded = value.split("'", 2)
+    assert charset.upper() == "UTF-8" and encoded.isascii() and '"' not in encoded
+    return unquote(encoded, encoding="utf-8", errors="strict")

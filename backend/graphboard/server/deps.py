@@ -14,7 +14,7 @@ from graphboard.errors import GraphboardError
 from graphboard.server.catalog import Catalog
 from graphboard.server.errors import InvalidParameters, NotFound, UnreadableFile
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
-from graphboard.server.schemas import Side
+from graphboard.server.schemas import Index, Side
 from graphboard.server.settings import Settings
 from graphboard.store.reader import GraphKey, VisDb, open_vis_db
 
@@ -76,10 +76,14 @@ def open_graph(path: GraphFilePath, settings: SettingsDep) -> Iterator[VisDb]:
 GraphDb = Annotated[VisDb, Depends(open_graph)]
 
 
+Step = Annotated[Index, Query(description="step number")]
+Rank = Annotated[Index, Query(description="rank number")]
+
+
 def graph_key(
     side: Annotated[Side, Query(description="NPU (the target, -tp) or Bench (the golden, -gp)")],
-    step: Annotated[int, Query(ge=0)],
-    rank: Annotated[int, Query(ge=0)],
+    step: Step,
+    rank: Rank,
 ) -> GraphKey:
     return GraphKey(side, step, rank)
 
@@ -113,5 +117,5 @@ def page_limit(
 
 
 PageLimit = Annotated[int, Depends(page_limit)]
-Cursor = Annotated[int | None, Query(ge=0, description="next_cursor of the previous page")]
+Cursor = Annotated[Index | None, Query(description="next_cursor of the previous page")]
 NodeName = Annotated[str, Query(min_length=1, max_length=4096, description="node name")]

@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+from annotated_types import Ge, Le
 from pydantic import BaseModel, ConfigDict, Field
+
+# Steps, ranks, cursors and micro steps are SQLite integers (64-bit): a larger number names
+# nothing and overflows on its way into a query (a 500 and a dropped connection), so
+# validation refuses it with a 422. One definition, for query parameters and bodies alike.
+MAX_INDEX = 2**63 - 1
+Index = Annotated[int, Ge(0), Le(MAX_INDEX)]
 
 Side = Literal["NPU", "Bench"]
 LevelName = Literal["pass", "warning", "error"]
@@ -209,8 +216,8 @@ class PeersOut(ApiModel):
 
 
 class MatchRequest(ApiModel):
-    step: Annotated[int, Field(ge=0)]
-    rank: Annotated[int, Field(ge=0)]
+    step: Index
+    rank: Index
     target: Annotated[str, Field(min_length=1, max_length=4096, description="NPU node")]
     golden: Annotated[str, Field(min_length=1, max_length=4096, description="Bench node")]
     descendants: bool = Field(

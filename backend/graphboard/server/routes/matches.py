@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, cast
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from graphboard.compare.result import Level
 from graphboard.server import matching, schemas
-from graphboard.server.deps import GraphDb, GraphFilePath, NodeName, SettingsDep
+from graphboard.server.deps import GraphDb, GraphFilePath, NodeName, Rank, SettingsDep, Step
+from graphboard.server.downloads import attachment
 from graphboard.server.errors import InvalidParameters
 from graphboard.store.reader import FileConfig
 
 router = APIRouter(prefix="/api/graphs", tags=["matches"], responses=schemas.MATCH_ERRORS)
 
-Step = Annotated[int, Query(ge=0)]
-Rank = Annotated[int, Query(ge=0)]
 MAX_CONFIG_ENTRIES = 200_000
 
 
@@ -143,7 +142,7 @@ def export_config(db: GraphDb, path: GraphFilePath, step: Step, rank: Rank) -> J
     stem = path.name.removesuffix(".vis.db")
     return JSONResponse(
         pairs,
-        headers={"Content-Disposition": f'attachment; filename="{stem}_{step}_{rank}.vis.config"'},
+        headers={"Content-Disposition": attachment(f"{stem}_{step}_{rank}.vis.config")},
     )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from graphboard.server import present, schemas
-from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit
+from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
@@ -37,7 +37,7 @@ def children(
         str | None, Query(max_length=4096, description="omit for the root's children")
     ] = None,
     micro_step: Annotated[
-        int | None, Query(ge=0, description="only the root's children in this micro step")
+        schemas.Index | None, Query(description="only the root's children in this micro step")
     ] = None,
 ) -> schemas.ChildrenPage:
     """The parent's children in execution (sibling) order, one page at a time: pass
@@ -133,8 +133,8 @@ def worst(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.LocatedOut
 def peers(
     db: GraphDb,
     name: NodeName,
-    step: Annotated[int, Query(ge=0)],
-    rank: Annotated[int, Query(ge=0)],
+    step: Step,
+    rank: Rank,
     side: Annotated[schemas.Side, Query()] = "NPU",
 ) -> schemas.PeersOut:
     """A communication node's counterparts on other ranks, with their precision and overflow
