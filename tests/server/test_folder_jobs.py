@@ -139,3 +139,80 @@ def test_the_api_documents_the_upload_form_and_the_token(client: tuple[TestClien
     )
     assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     assert {"401", "413", "422"} <= set(spec["paths"]["/api/uploads"]["post"]["responses"])
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Iterator[tuple[Path, TestClient, str]]:
+    """A data dir whose dumps reach out through links at every depth a build reads."""
+    rank = fixture_path("convnet-stats") / "target" / "step0" / "rank0"
+    outside = tmp_path / "outside"
+    shutil.copytree(rank, outside / "rank0")
+    root = tmp_path / "data"
+    shutil.copytree(rank, root / "runs" / "real" / "step0" / "rank0")
+
+    def dump(name: str) -> Path:
+        folder = root / "runs" / name / "step0" / "rank0"
+        shutil.copytree(rank, folder)
+        return folder
+
+    (root / "runs" / "step-link").mkdir()
+    (root / "runs" / "step-link" / "step0").symlink_to(outside, target_is_directory=True)
+    (root / "runs" / "rank-link" / "step0").mkdir(parents=True)
+    (root / "runs" / "rank-link" / "step0" / "rank0").symlink_to(outside / "rank0")
+    (dump("file-link") / "dump.json").unlink()
+    (root / "runs" / "file-link" / "step0" / "rank0" / "dump.json").symlink_to(
+        outside / "rank0" / "dump.json"
+    )
+    tensors = dump("tensor-link") / "dump_tensor_data"
+    tensors.mkdir()
+    (tensors / "Functional.conv2d.0.forward.output.0.pt").symlink_to(
+        outside / "rank0" / "dump.json"
+    )
+    (root / "runs" / "inside-link" / "step0").mkdir(parents=True)
+    (root / "runs" / "inside-link" / "step0" / "rank0").symlink_to(
+        root / "runs" / "real" / "step0" / "rank0"
+    )
+    settings = Settings(data_dir=root)
+    token = new_token(settings)
+    with TestClient(create_app(settings)) as http:
+        yield root, http, token
+
+
+@pytest.mark.parametrize(
+    ("target", "link"),
+    [
+        ("runs/step-link", "runs/step-link/step0"),
+        ("runs/rank-link", "runs/rank-link/step0/rank0"),
+        ("runs/rank-link/step0", "runs/rank-link/step0/rank0"),
+        ("runs/file-link", "runs/file-link/step0/rank0/dump.json"),
+        ("runs/file-link/step0/rank0", "runs/file-link/step0/rank0/dump.json"),
+        (
+            "runs/tensor-link",
+            "runs/tensor-link/step0/rank0/dump_tensor_data/Functional.conv2d.0.forward.output.0.pt",
+        ),
+    ],
+)
+def test_a_link_out_of_the_data_dir_inside_a_dump_is_refused(
+    linked: tuple[Path, TestClient, str], target: str, link: str
+) -> None:
+    _root, http, token = linked
+    for body in ({"target": target}, {"target": "runs/real", "golden": target}):
+        response = http.post("/api/jobs", headers=auth(token), json=body)
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        field = "golden" if "golden" in body else "target"
+        assert error["code"] == "invalid_folder"
+        assert error["message"] == (
+            f"{field}: {link!r} is a symbolic link leading outside the data dir"
+        )
+
+
+def test_a_link_that_stays_inside_the_data_dir_is_followed(
+    linked: tuple[Path, TestClient, str],
+) -> None:
+    _root, http, token = linked
+    created = http.post(
+        "/api/jobs", headers=auth(token), json={"target": "runs/inside-link", "golden": "runs/real"}
+    )
+    assert created.status_code == 201, created.text
+    assert wait_job(http, created.json()["job_id"], token)["status"] == "done"

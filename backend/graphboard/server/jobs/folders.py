@@ -12,7 +12,12 @@ from graphboard.server.jobs import records
 from graphboard.server.jobs.schemas import JobRequest
 from graphboard.server.settings import Settings
 from graphboard.server.uploads.accept import check_flags, validate
-from graphboard.server.uploads.dumps import MAPPING_SUFFIXES, BadFolder, resolve_folder
+from graphboard.server.uploads.dumps import (
+    MAPPING_SUFFIXES,
+    BadFolder,
+    refuse_links_out,
+    resolve_folder,
+)
 
 
 def _folder(settings: Settings, field: str, relative: str) -> Path:
@@ -27,6 +32,16 @@ def _folder(settings: Settings, field: str, relative: str) -> Path:
     return found
 
 
+def _dump_folder(settings: Settings, field: str, relative: str) -> Path:
+    """A dump folder under the data dir whose every file a build reads is there too."""
+    found = _folder(settings, field, relative)
+    try:
+        refuse_links_out(settings.data_root, found)
+    except BadFolder as error:
+        raise InvalidParameters(f"{field}: {error}", code="invalid_folder") from None
+    return found
+
+
 def create_folder_job(
     settings: Settings, catalog: Catalog, runner: str, request: JobRequest, token: TokenIdentity
 ) -> str:
@@ -35,8 +50,8 @@ def create_folder_job(
         fuzzy_match=request.fuzzy_match,
         layer_mapping=request.layer_mapping is not None,
     )
-    target = _folder(settings, "target", request.target)
-    golden = _folder(settings, "golden", request.golden) if request.golden else None
+    target = _dump_folder(settings, "target", request.target)
+    golden = _dump_folder(settings, "golden", request.golden) if request.golden else None
     mapping = None
     if request.layer_mapping is not None:
         mapping = _folder(settings, "layer_mapping", request.layer_mapping)

@@ -66,6 +66,39 @@ def resolve_folder(data_root: Path, relative: str) -> Path:
     return real
 
 
+def refuse_links_out(data_root: Path, folder: Path) -> None:
+    """BadFolder naming the first symbolic link a build of ``folder`` (resolved, under the
+    data dir) would follow out of the data dir: a step or rank folder, a dump file, the
+    tensor folder or anything in it. resolve_folder checks only ``folder`` itself."""
+    try:
+        layout = discover(folder)
+    except GraphboardError:
+        return  # not a dump: validate() says why
+    for rank in layout.ranks:
+        inner = rank.path.relative_to(folder).parts
+        read = [folder.joinpath(*inner[: depth + 1]) for depth in range(len(inner))]
+        read += [rank.file(name) for name in DUMP_FILES]
+        for path in read:
+            _refuse_if_outside(data_root, path)
+        tensors = rank.file(TENSOR_DIR)
+        if tensors.exists() or tensors.is_symlink():
+            _refuse_if_outside(data_root, tensors)
+            for base, subfolders, files in os.walk(tensors, followlinks=False):
+                for name in subfolders + files:
+                    if os.path.islink(os.path.join(base, name)):
+                        _refuse_if_outside(data_root, Path(base, name))
+
+
+def _refuse_if_outside(data_root: Path, path: Path) -> None:
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing (a dangling link) or a loop: the build says so
+        return
+    if not real.is_relative_to(data_root):
+        shown = path.relative_to(data_root).as_posix()
+        raise BadFolder(f"{shown!r} is a symbolic link leading outside the data dir")
+
+
 @dataclass(frozen=True, slots=True)
 class DumpFolder:
     path: str  # under the data dir, '/'-separated
