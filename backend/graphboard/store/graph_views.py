@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -124,17 +124,21 @@ class GraphView:
         return self._name_index
 
 
-class ViewCache:
-    """Least-recently-used views, holding at most ``max_nodes`` nodes in all."""
+Cached = TypeVar("Cached", bound=Sized)
+
+
+class ViewCache(Generic[Cached]):
+    """Least-recently-used views (or anything sized: the compare tables), holding at most
+    ``max_nodes`` nodes (rows) in all."""
 
     def __init__(self, max_nodes: int) -> None:
         self.max_nodes = max_nodes
-        self._views: OrderedDict[tuple[Any, ...], GraphView] = OrderedDict()
+        self._views: OrderedDict[tuple[Any, ...], Cached] = OrderedDict()
         self._nodes = 0
         self._lock = threading.Lock()
         self._loading: dict[tuple[Any, ...], threading.Lock] = defaultdict(threading.Lock)
 
-    def get(self, key: tuple[Any, ...], load: Callable[[], GraphView]) -> GraphView:
+    def get(self, key: tuple[Any, ...], load: Callable[[], Cached]) -> Cached:
         with self._lock:
             view = self._views.get(key)
             if view is not None:
@@ -162,4 +166,6 @@ class ViewCache:
             self._nodes = 0
 
 
-VIEWS = ViewCache(max_nodes=4_000_000)  # create_app sets settings.view_cache_nodes
+VIEWS: ViewCache[GraphView] = ViewCache(
+    max_nodes=4_000_000
+)  # create_app sets settings.view_cache_nodes

@@ -99,25 +99,17 @@ def _text(value: str) -> str:
 
 
 def _row(number: int, cells: Sequence[str], letters: Sequence[str], style: int) -> str:
-    """One ``<row>``: text cells; a styled row also styles its empty cells (a full band)."""
-    if style:
-        parts = [f'<row r="{number}" s="{style}" customFormat="1">']
-        for letter, value in zip(letters, cells, strict=True):
-            if value:
-                parts.append(
-                    f'<c r="{letter}{number}" s="{style}" t="inlineStr"><is>'
-                    f'<t xml:space="preserve">{_text(value)}</t></is></c>'
-                )
-            else:
-                parts.append(f'<c r="{letter}{number}" s="{style}"/>')
-    else:
-        parts = [f'<row r="{number}">']
-        for letter, value in zip(letters, cells, strict=True):
-            if value:
-                parts.append(
-                    f'<c r="{letter}{number}" t="inlineStr"><is>'
-                    f'<t xml:space="preserve">{_text(value)}</t></is></c>'
-                )
+    """One ``<row>`` of text cells; a styled row also styles its empty cells (a full band)."""
+    styled = f' s="{style}"' if style else ""
+    parts = [f'<row r="{number}"{styled} customFormat="1">' if style else f'<row r="{number}">']
+    for letter, value in zip(letters, cells, strict=True):
+        if value:
+            parts.append(
+                f'<c r="{letter}{number}"{styled} t="inlineStr"><is>'
+                f'<t xml:space="preserve">{_text(value)}</t></is></c>'
+            )
+        elif style:
+            parts.append(f'<c r="{letter}{number}"{styled}/>')
     parts.append("</row>")
     return "".join(parts)
 

@@ -5,14 +5,12 @@ a sort by any column, and a cached table per graph so paging does not rebuild it
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from graphboard.store.graph_views import ViewCache
 from graphboard.store.name_index import NameIndex
 from graphboard.table import columns as col
 from graphboard.table.rows import CompareTable
@@ -78,41 +76,5 @@ def select(
     return shown
 
 
-class TableCache:
-    """Least-recently-used tables, holding at most ``max_rows`` rows in all; one build per
-    key at a time (other requests for it wait for that build)."""
-
-    def __init__(self, max_rows: int) -> None:
-        self.max_rows = max_rows
-        self._tables: OrderedDict[tuple[Any, ...], CompareTable] = OrderedDict()
-        self._rows = 0
-        self._lock = threading.Lock()
-        self._loading: dict[tuple[Any, ...], threading.Lock] = {}
-
-    def get(self, key: tuple[Any, ...], build: Callable[[], CompareTable]) -> CompareTable:
-        with self._lock:
-            table = self._tables.get(key)
-            if table is not None:
-                self._tables.move_to_end(key)
-                return table
-            loading = self._loading.setdefault(key, threading.Lock())
-        with loading:
-            with self._lock:
-                table = self._tables.get(key)
-                if table is not None:
-                    return table
-            try:
-                table = build()
-            finally:
-                with self._lock:
-                    self._loading.pop(key, None)
-            with self._lock:
-                self._tables[key] = table
-                self._rows += len(table)
-                while self._rows > self.max_rows and len(self._tables) > 1:
-                    _old_key, old = self._tables.popitem(last=False)
-                    self._rows -= len(old)
-        return table
-
-
-TABLES = TableCache(max_rows=2_000_000)
+# Tables by (file identity, step, rank), at most this many rows in all.
+TABLES: ViewCache[CompareTable] = ViewCache(max_nodes=2_000_000)
