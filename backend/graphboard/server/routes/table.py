@@ -21,7 +21,7 @@ from pydantic import Field
 from starlette.background import BackgroundTask
 
 from graphboard.server import schemas
-from graphboard.server.deps import Cursor, GraphDb, PageLimit
+from graphboard.server.deps import Cursor, GraphDb, PageLimit, Rank, Step
 from graphboard.server.errors import ApiError, InvalidParameters, NotFound
 from graphboard.store.reader import VisDb
 from graphboard.table.export_csv import write_csv
@@ -56,8 +56,6 @@ class TablePage(schemas.ApiModel):
     total: int = Field(description="rows that pass the filters")
 
 
-Step = Annotated[schemas.Index, Query()]  # bounded: 2**63 would overflow SQLite (a 500)
-Rank = Annotated[schemas.Index, Query()]
 ResultFilter = Annotated[
     list[schemas.LevelName] | None,
     Query(description="keep rows with this Result (repeatable)"),
