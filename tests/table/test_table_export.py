@@ -113,6 +113,11 @@ def test_the_command_refuses_bad_input_in_one_line(built: BuildFn, tmp_path: Pat
         ((tmp_path / "none.vis.db", "-o", tmp_path / "t.csv"), "no such file"),
         ((build, "-o", tmp_path / "t.csv"), "a build, not a compare"),
         ((built("convnet-stats"), "-o", tmp_path / "t.csv", "--step", "4"), "no graph for step 4"),
+        ((built("convnet-ddp2"), "-o", tmp_path / "t.csv"), "steps [0, 1]: choose one with --step"),
+        (
+            (built("convnet-ddp2"), "-o", tmp_path / "t.csv", "--step", "1"),
+            "ranks [0, 1]: choose one with --rank",
+        ),
     ]
     for args, message in cases:
         done = table_command(*args)

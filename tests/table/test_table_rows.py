@@ -4,6 +4,7 @@ own .vis.db files, in each data mode."""
 from __future__ import annotations
 
 import ast
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from fixture_cases import BuildFn, reference_db
 from graphboard.compare.result import DataMode
 from graphboard.store.reader import open_vis_db
 from graphboard.table.columns import STARTS_HERE, msprobe_columns, table_columns
-from graphboard.table.rows import NA, CompareTable, TableError, build_table
+from graphboard.table.rows import NA, CompareTable, TableError, TableTooSlow, build_table
 
 
 def table(path: Path, cache: Path) -> CompareTable:
@@ -119,3 +120,11 @@ def test_an_absent_graph_is_named(built: BuildFn, tmp_path: Path) -> None:
         pytest.raises(TableError, match=r"no graph for step 3, rank 0 \(steps \[0\]"),
     ):
         build_table(db, 3, 0)
+
+
+def test_a_build_past_its_deadline_stops(built: BuildFn, tmp_path: Path) -> None:
+    with (
+        open_vis_db(built("convnet-stats"), tmp_path) as db,
+        pytest.raises(TableTooSlow, match=r"step 0, rank 0 took too long"),
+    ):
+        build_table(db, 0, 0, deadline=time.monotonic() - 1)
