@@ -60,6 +60,8 @@ def test_filters_by_result_and_by_name(client: TestClient) -> None:
     assert [row["cells"][0] for row in both] == ["Functional.gelu.0.forward.input.approximate"]
     _columns, literal = every_row(client, graph, name=".*")  # a substring, never a regex
     assert literal == []
+    _columns, across = every_row(client, graph, name="input.0\nFunctional")  # no name spans two
+    assert across == []
 
 
 def test_sorts_by_any_column_numbers_numerically(client: TestClient) -> None:

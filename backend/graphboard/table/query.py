@@ -64,7 +64,8 @@ def select(
         keep &= np.fromiter((cell in wanted for cell in table.column(col.RESULT)), bool, len(table))
     if name:
         hits = np.zeros(len(table), dtype=bool)
-        hits[name_index(table).containing(name)] = True
+        if "\n" not in name:  # no name holds one (NameIndex would take it for "any name")
+            hits[name_index(table).containing(name)] = True
         keep &= hits
     if sort is None:
         order: Rows = np.arange(len(table), dtype=np.int64)
