@@ -6,6 +6,17 @@ builds being long and repeatable: acknowledge a message only when its task has f
 a worker that dies mid-build has its message delivered again (same task id: it may claim its
 own job again, see ``records.claim``); take one message at a time; and keep the broker from
 redelivering a build that is merely slow (Redis's visibility timeout, longer than a build).
+
+Stopping (tests/server/test_worker_stop.py). A warm shutdown (SIGTERM to the worker) lets the
+running task finish. A cold one (SIGQUIT) sends SIGTERM to the pool's child running it, then
+SIGTERM again as it terminates the pool; so may a service manager signalling every process
+of the worker. Every task runs under :func:`stop_signals_raise` (in the child's main thread,
+where prefork runs tasks): the first signal raises :class:`~graphboard.stopping.Stopped` and
+unwinds the build, which removes its files and stops its children, and later ones cannot cut
+that short (billiard's own handler, which it replaces for the task, would end the process on
+the second). Celery counts a task that raised KeyboardInterrupt as a lost worker: with
+``task_reject_on_worker_lost`` its message goes back to the queue, and the next worker
+builds the job again under the same task id (``records.claim``).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ from graphboard.server.catalog import Catalog
 from graphboard.server.jobs import fanout, records
 from graphboard.server.settings import Settings
 from graphboard.server.uploads import records as uploads
+from graphboard.stopping import stop_signals_raise
 
 QUEUE = "graphboard"
 RUNNER = "celery"
@@ -42,7 +54,12 @@ _configured: dict[str, Any] = {}
 
 def configure(settings: Settings) -> Celery:
     """Point the app at the settings' broker; tasks of this process use these settings."""
-    celery.conf.broker_url = settings.broker_url
+    if celery.conf.broker_url != settings.broker_url:
+        celery.conf.broker_url = settings.broker_url
+        # The app keeps the connections of the broker it first sent to: another broker
+        # (a second configure in one process, as tests do) would never be used.
+        celery.close()
+        celery.amqp._producer_pool = None
     _configured["settings"] = settings
     _configured.pop("catalog", None)
     return celery
@@ -65,19 +82,22 @@ def dispatch(task: str, *args: Any) -> None:
 @celery.task(name=fanout.TASK_RUN, bind=True)
 def run_job(self: Task, job_id: str) -> None:
     settings, catalog = _context()
-    fanout.start(settings, catalog, job_id, f"{RUNNER}:{self.request.id}", dispatch)
+    with stop_signals_raise():
+        fanout.start(settings, catalog, job_id, f"{RUNNER}:{self.request.id}", dispatch)
 
 
 @celery.task(name=fanout.TASK_PART)
 def build_part(job_id: str, index: int) -> None:
     settings, catalog = _context()
-    fanout.build_part(settings, catalog, job_id, index, dispatch)
+    with stop_signals_raise():
+        fanout.build_part(settings, catalog, job_id, index, dispatch)
 
 
 @celery.task(name=fanout.TASK_MERGE)
 def merge_parts(job_id: str) -> None:
     settings, catalog = _context()
-    fanout.merge(settings, catalog, job_id)
+    with stop_signals_raise():
+        fanout.merge(settings, catalog, job_id)
 
 
 class CeleryRunner:

@@ -21,7 +21,6 @@ from graphboard.server.paths import GRAPH_SUFFIX
 from graphboard.server.settings import Settings
 from graphboard.server.uploads import records as uploads
 from graphboard.server.uploads.dumps import relative_message
-from graphboard.stopping import stop_signals_raise
 
 log = logging.getLogger("graphboard.jobs")
 
@@ -124,12 +123,12 @@ def run_claimed(
     """Build a job this process has claimed (status running), start to finish."""
     remove_leftovers(settings, job.id)
     try:
-        # A Celery worker's process stopped mid-build (a cold shutdown: SIGTERM) unwinds it
-        # and removes its files, as the server's own build processes do (local.py).
-        with stop_signals_raise():
-            result = run_build(
-                job_options(settings, job, workers=workers), CatalogProgress(catalog, job.id)
-            )
+        # A stop signal raises here (stop_signals_raise, entered by the caller's process:
+        # local.py's build process, celery_app's tasks) and unwinds run_build, which removes
+        # its files and stops its children.
+        result = run_build(
+            job_options(settings, job, workers=workers), CatalogProgress(catalog, job.id)
+        )
     except Exception as error:  # KeyboardInterrupt / SystemExit: leave it running (re-queued)
         fail_job(settings, catalog, job, error)
         return

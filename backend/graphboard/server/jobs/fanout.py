@@ -128,6 +128,7 @@ def build_part(
         return
     part = part_path(settings, job_id, index)
     result_file = _result_path(part)
+    temp = result_file.with_suffix(".tmp")
     try:
         plan = _plan(settings, job)
         if not 0 <= index < len(plan.tasks):
@@ -135,11 +136,15 @@ def build_part(
         task = plan.tasks[index]
         part.unlink(missing_ok=True)  # a redelivered message starts the part afresh
         result = process_task(task, plan.options, part)
-        temp = result_file.with_suffix(".tmp")
         temp.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(temp, result_file)
-    except Exception as error:
+    except BaseException as error:
+        # Half a part is of no use to anyone: removed on an error and on a stop alike. A
+        # stop leaves the job running and the message goes back to the queue (celery_app).
         part.unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
+        if not isinstance(error, Exception):
+            raise
         _fail(settings, catalog, job, error)
         return
     with catalog.session() as session:
