@@ -4,11 +4,9 @@ build fanned out as one task per (step, rank) plus a merge."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +28,7 @@ from graphboard.server.catalog.session import alembic_config
 from graphboard.server.settings import Settings
 from services import postgres_server, redis_server
 from vis_db_support import nodes_per_graph
+from worker_support import worker_process
 
 pytestmark = pytest.mark.services
 
@@ -52,21 +51,7 @@ def settings(services: tuple[str, str], tmp_path_factory: pytest.TempPathFactory
 def worker(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """``graphboard worker`` in its own process; its log file."""
     log = tmp_path_factory.mktemp("worker") / "worker.log"
-    env = {
-        **os.environ,
-        "GRAPHBOARD_DATABASE_URL": str(settings.database_url),
-        "GRAPHBOARD_BROKER_URL": str(settings.broker_url),
-    }
-    command = [
-        str(Path(sys.executable).with_name("graphboard")),
-        "worker",
-        "--data-dir",
-        str(settings.data_dir),
-        "--concurrency",
-        "2",
-    ]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+    process = worker_process(settings, log, 2)
     try:
         yield log
     finally:

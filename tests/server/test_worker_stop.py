@@ -13,7 +13,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from graphboard.server.settings import Settings
 from services import postgres_server, redis_server
 from stopping_support import assert_all_gone, descendants, synthetic_dump, wait_for
 from vis_db_support import nodes_per_graph
+from worker_support import worker_process
 
 pytestmark = pytest.mark.services
 
@@ -49,7 +49,9 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reference(dumps: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+def reference(
+    dumps: Path, tmp_path_factory: pytest.TempPathFactory
+) -> list[tuple[str, int, int, int]]:
     """Nodes per graph of the single-rank compare, built by graph_build's own path."""
     options = BuildOptions(
         target=dumps / "target",
@@ -71,23 +73,7 @@ def settings(services: tuple[str, str], dumps: Path, tmp_path: Path) -> Settings
 def start_worker(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
     """``graphboard worker`` with one pool child, once it consumes the queue; the leader of
     a process group of its own, as a service manager starts it."""
-    env = {
-        **os.environ,
-        "GRAPHBOARD_DATABASE_URL": str(settings.database_url),
-        "GRAPHBOARD_BROKER_URL": str(settings.broker_url),
-    }
-    command = [
-        str(Path(sys.executable).with_name("graphboard")),
-        "worker",
-        "--data-dir",
-        str(settings.data_dir),
-        "--concurrency",
-        "1",
-    ]
-    with log.open("wb") as output:
-        worker = subprocess.Popen(
-            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
+    worker = worker_process(settings, log, 1, start_new_session=True)
     wait_for(lambda: b" ready." in log.read_bytes(), 60, f"the worker to start ({log})")
     return worker
 
@@ -167,7 +153,7 @@ def compare_building(settings: Settings) -> Callable[[str], bool]:
 
 
 def test_a_warm_shutdown_lets_the_running_build_finish(
-    settings: Settings, reference: dict[str, int], tmp_path: Path
+    settings: Settings, reference: list[tuple[str, int, int, int]], tmp_path: Path
 ) -> None:
     token = new_token(settings)
     log = tmp_path / "worker.log"
@@ -191,7 +177,7 @@ def test_a_warm_shutdown_lets_the_running_build_finish(
     ["SIGQUIT", "SIGTERM to the group"],
 )
 def test_a_cold_shutdown_unwinds_the_build_and_the_next_worker_builds_it_again(
-    settings: Settings, reference: dict[str, int], tmp_path: Path, how: str
+    settings: Settings, reference: list[tuple[str, int, int, int]], tmp_path: Path, how: str
 ) -> None:
     """SIGQUIT: Celery's cold shutdown. SIGTERM to the group: systemd's ``stop``
     (KillMode=control-group) signals every process at once, so the pool's child is stopped
