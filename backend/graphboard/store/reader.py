@@ -811,7 +811,11 @@ class VisDb:
                 stacks_read[stack_text] = stack
             nodes.append(
                 StoredNode(
-                    int(order), str(name), _json_or(input_text, {}), _json_or(output_text, {}), stack
+                    int(order),
+                    str(name),
+                    _json_or(input_text, {}),
+                    _json_or(output_text, {}),
+                    stack,
                 )
             )
         return nodes
