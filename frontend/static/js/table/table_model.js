@@ -1,0 +1,111 @@
+// The Table page without the DOM: its view in the address bar
+// (?graph=&step=&rank=[&result=...][&name=][&sort=[&descending=1]]), the API's query for it,
+// the next sort of a header click, how each column is drawn, and a row's link to the viewer.
+
+import { buildUrlSearch } from '../url_state.js';
+
+// The Result values the API filters by, in the order the page offers them.
+export const RESULTS = ['error', 'warning', 'pass'];
+// The server refuses an XLSX of more rows (MAX_XLSX_ROWS in server/routes/table.py).
+export const MAX_XLSX_ROWS = 100_000;
+
+// Columns drawn other than as a number, by their msprobe (or graphboard) name; every other
+// column of msprobe's headers (differences, errors, statistics) holds numbers or N/A.
+const KINDS = new Map([
+  ['NPU Name', 'name'],
+  ['Bench Name', 'name'],
+  ['Result', 'level'],
+  ['Divergence Starts Here', 'level'],
+  ['Err_message', 'long'],
+  ['NPU_Stack_Info', 'long'],
+  ['Data_name', 'long'],
+  ['NPU Dtype', 'text'],
+  ['Bench Dtype', 'text'],
+  ['NPU Tensor Shape', 'text'],
+  ['Bench Tensor Shape', 'text'],
+  ['NPU Requires_grad', 'text'],
+  ['Bench Requires_grad', 'text'],
+  ['Requires_grad Consistent', 'text'],
+  ['NPU MD5', 'text'],
+  ['BENCH MD5', 'text'],
+]);
+const WIDTHS = { name: 340, long: 280, text: 130, number: 120, level: 96 };
+
+function intOr(value) {
+  return value !== null && /^\d+$/.test(value) ? Number(value) : null;
+}
+
+/** {graph, step, rank, results, name, sort, descending} from a query string. */
+export function parseTableState(search) {
+  const params = new URLSearchParams(search);
+  const wanted = new Set(params.getAll('result'));
+  const sort = params.get('sort') || null;
+  return {
+    graph: params.get('graph') || null,
+    step: intOr(params.get('step')),
+    rank: intOr(params.get('rank')),
+    results: RESULTS.filter((result) => wanted.has(result)),
+    name: params.get('name') ?? '',
+    sort,
+    descending: sort !== null && params.get('descending') === '1',
+  };
+}
+
+/** The query string of a view; what is not filtered or sorted is left out. */
+export function buildTableSearch(state) {
+  const params = new URLSearchParams();
+  if (state.graph) params.set('graph', state.graph);
+  if (state.step !== null && state.step !== undefined) params.set('step', String(state.step));
+  if (state.rank !== null && state.rank !== undefined) params.set('rank', String(state.rank));
+  for (const result of state.results ?? []) params.append('result', result);
+  if (state.name) params.set('name', state.name);
+  if (state.sort) {
+    params.set('sort', state.sort);
+    if (state.descending) params.set('descending', '1');
+  }
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+/** The parameters of /table and /table-export for a view (the same filters and sort). */
+export function tableParams(state) {
+  const name = (state.name ?? '').trim() ? state.name : null;
+  return {
+    step: state.step,
+    rank: state.rank,
+    result: [...(state.results ?? [])],
+    name,
+    sort: state.sort ?? null,
+    descending: Boolean(state.sort && state.descending),
+  };
+}
+
+/** The sort after a click on `column`'s header: ascending, descending, then the table's own
+ * order (msprobe's row order) again. */
+export function nextSort(state, column) {
+  if (state.sort !== column) return { sort: column, descending: false };
+  if (!state.descending) return { sort: column, descending: true };
+  return { sort: null, descending: false };
+}
+
+/** How a column is drawn: 'name', 'level' (a verdict, coloured), 'long', 'text' or 'number'. */
+export function columnKind(column) {
+  return KINDS.get(column) ?? 'number';
+}
+
+/** Each column's kind and width, as one CSS grid template the header and rows share. */
+export function columnLayout(columns) {
+  const kinds = columns.map(columnKind);
+  const widths = kinds.map((kind) => WIDTHS[kind]);
+  return {
+    kinds,
+    widths,
+    template: widths.map((width) => `${width}px`).join(' '),
+    width: widths.reduce((sum, width) => sum + width, 0),
+  };
+}
+
+/** The viewer's address of a row's node, on the table's step and rank. */
+export function nodeHref(state, node) {
+  return `/${buildUrlSearch({ graph: state.graph, step: state.step, rank: state.rank, node })}`;
+}
