@@ -98,6 +98,9 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
         params: { ...keyParams(key), precision, overflow, unmatched, leaves_only: leavesOnly, cursor, limit },
       }),
     heatmap: (graph, params, options = {}) => request('GET', graphUrl(graph, 'heatmap'), { ...options, params }),
+    // The compare table: `params` {step, rank, result: [...], name, sort, descending} (+ cursor, limit).
+    table: (graph, params, options = {}) => request('GET', graphUrl(graph, 'table'), { ...options, params }),
+    tableExportUrl: (graph, params, format) => `${base}${graphUrl(graph, 'table-export')}${query({ ...params, format })}`,
     match: (graph, body) => request('POST', graphUrl(graph, 'matches'), { body }),
     unmatch: (graph, { step, rank, target, golden, descendants = false }) =>
       request('DELETE', graphUrl(graph, 'matches'), {

@@ -541,6 +541,8 @@ export class App {
     if (search !== globalThis.location.search) history.replaceState(null, '', `${globalThis.location.pathname}${search}`);
     const trends = this.doc.querySelector('#trends-link'); // the Trends page opens on this file
     if (trends) trends.href = `/trends${buildUrlSearch({ graph: state.graph, step: state.step, rank: state.rank })}`;
+    const table = this.doc.querySelector('#table-link'); // the Table page opens on this graph
+    if (table) table.href = `/table${buildUrlSearch({ graph: state.graph, step: state.step, rank: state.rank })}`;
   }
 
   showStatus(text) {

@@ -13,6 +13,7 @@ from graphboard.server.routes import (
     nodes,
     search,
     table,
+    table_page,
     trends_page,
     uploads,
 )
@@ -32,4 +33,5 @@ CI_ROUTERS: tuple[APIRouter, ...] = (
     dumps.router,
     build_page.router,
     trends_page.router,
+    table_page.router,
 )
