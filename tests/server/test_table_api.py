@@ -68,7 +68,9 @@ def test_sorts_by_any_column_numbers_numerically(client: TestClient) -> None:
     columns, rows = every_row(client, "ours/convnet-stats", sort="NormRelativeErr", descending=True)
     at = columns.index("NormRelativeErr")
     keys = [sort_key(row["cells"][at]) for row in rows]
-    assert keys == sorted(keys, reverse=True)
+    # Largest number first, the text cells (N/A) after every number.
+    assert keys == sorted(keys, key=lambda key: (key[0], -key[1], key[2]))
+    assert keys[0][0] == 0 and keys[-1][0] == 1
     cells = [row["cells"][at] for row in rows]
     assert cells != sorted(cells, reverse=True)  # "8.4e-06%" below "0.01%": not text order
     _columns, by_name = every_row(client, "ours/convnet-stats", sort="NPU Name")

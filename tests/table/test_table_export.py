@@ -15,7 +15,7 @@ from graphboard.store.reader import open_vis_db
 from graphboard.table import export_xlsx
 from graphboard.table.export_csv import write_csv
 from graphboard.table.export_xlsx import column_letter, write_xlsx
-from graphboard.table.query import select
+from graphboard.table.query import select, sort_key
 from graphboard.table.rows import CompareTable, build_table
 
 _SCRIPT = Path(sys.executable).with_name("graphboard")
@@ -146,3 +146,20 @@ def test_xlsx_cells_keep_what_xml_can_hold(stats_table: CompareTable, tmp_path: 
     write_xlsx(odd, [0], out)
     row = next(openpyxl.load_workbook(out).active.iter_rows(min_row=2, values_only=True))
     assert row[:2] == ('a<b> & "c"\n  d ', "bell\ufffd")
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_sort_puts_numbers_first_either_way(stats_table: CompareTable, descending: bool) -> None:
+    """Largest first opens on the largest error, not on the ``N/A`` rows; ties keep row order."""
+    column = "MaxRelativeErr"
+    at = stats_table.columns.index(column)
+    cells = [
+        stats_table.cells[int(row)][at]
+        for row in select(stats_table, sort=column, descending=descending)
+    ]
+    kinds = [sort_key(cell)[0] for cell in cells]
+    assert 0 < kinds.count(1) < len(kinds)  # the fixture has both numbers and text here
+    assert kinds == sorted(kinds)  # every number before every text cell
+    numbers = [sort_key(cell)[1] for cell in cells if sort_key(cell)[0] == 0]
+    assert numbers == sorted(numbers, reverse=descending)
+    assert numbers[0] != numbers[-1]

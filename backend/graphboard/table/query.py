@@ -30,13 +30,18 @@ def sort_key(cell: str) -> tuple[int, float, str]:
     return (0, number, "")
 
 
-def _ascending(table: CompareTable, column: str) -> Sequence[int]:
-    order = table.sorted_by.get(column)
+def _sorted(table: CompareTable, column: str, descending: bool) -> Sequence[int]:
+    """Row positions by ``column``: numbers first (largest first when ``descending``), then
+    text, in text order either way, so a largest-first sort never opens on ``N/A`` rows; ties
+    keep row order."""
+    order = table.sorted_by.get((column, descending))
     if order is None:
         index = table.columns.index(column)
         keys = [sort_key(cells[index]) for cells in table.cells]
+        if descending:
+            keys = [(kind, -number, text) for kind, number, text in keys]
         order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties in row order
-        table.sorted_by[column] = order
+        table.sorted_by[(column, descending)] = order
     return order
 
 
@@ -69,10 +74,10 @@ def select(
         keep &= hits
     if sort is None:
         order: Rows = np.arange(len(table), dtype=np.int64)
+        if descending:
+            order = order[::-1]
     else:
-        order = np.asarray(_ascending(table, sort), dtype=np.int64)
-    if descending:
-        order = order[::-1]
+        order = np.asarray(_sorted(table, sort, descending), dtype=np.int64)
     shown: Rows = order[keep[order]]
     return shown
 

@@ -45,7 +45,9 @@ class CompareTable:
     nodes: list[str]  # the target node each row belongs to (the viewer links to it)
     # column -> row positions sorted ascending by it, and the NPU Names' search index:
     # query.py makes each on first use
-    sorted_by: dict[str, Sequence[int]] = field(default_factory=dict)
+    sorted_by: dict[tuple[str, bool], Sequence[int]] = field(
+        default_factory=dict
+    )  # (column, descending)
     name_index: NameIndex | None = None
 
     def __len__(self) -> int:
