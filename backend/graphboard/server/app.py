@@ -68,7 +68,7 @@ def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter]
         app.include_router(router, dependencies=[Depends(read_access)])
     for router in (*CI_ROUTERS, *routers):
         app.include_router(router)
-    app.include_router(pages.router)  # the viewer's page, its modules and plotly.js
+    app.include_router(pages.router)  # the pages (viewer, Build, Trends, Table), modules, plotly.js
     if settings.static_dir is not None:
         mount_static(app, "/static", settings.static_dir)
     if settings.templates_dir is not None:

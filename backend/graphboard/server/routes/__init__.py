@@ -4,7 +4,6 @@ its router here (or passes it to ``create_app(routers=...)``)."""
 from fastapi import APIRouter
 
 from graphboard.server.routes import (
-    build_page,
     dumps,
     graphs,
     heatmap,
@@ -13,8 +12,6 @@ from graphboard.server.routes import (
     nodes,
     search,
     table,
-    table_page,
-    trends_page,
     uploads,
 )
 
@@ -31,7 +28,4 @@ CI_ROUTERS: tuple[APIRouter, ...] = (
     uploads.router,
     jobs.router,
     dumps.router,
-    build_page.router,
-    trends_page.router,
-    table_page.router,
 )

@@ -1,4 +1,5 @@
-"""The browser viewer: the page shell, its ES modules and CSS, and plotly.js.
+"""The browser pages (the viewer, Build, Trends, Table): their shells, ES modules and CSS,
+and plotly.js.
 
 Where the front end lives: ``settings.static_dir`` / ``settings.templates_dir`` when set,
 otherwise the repository's ``frontend/`` folder found relative to this package
@@ -74,24 +75,53 @@ def _inside(root: Path, relative: str) -> Path | None:
     return candidate
 
 
-@router.get("/", response_class=HTMLResponse)
-def viewer(request: Request, settings: SettingsDep) -> Response:
-    """The viewer's page shell. State (file, step, rank, node) lives in the query string and
-    is read by the page's scripts, so every deep link is this same page."""
+def page_shell(
+    request: Request, settings: Settings, template: str, context: dict[str, object]
+) -> Response:
+    """A page's HTML shell. Its state (file, step, rank, node, filters...) lives in the query
+    string and is read by the page's scripts, so every deep link is this same shell."""
     folder = templates_root(settings)
-    if not (folder / "index.html").is_file():
+    if not (folder / template).is_file():
         raise NotFound(
-            f"the viewer's templates are not at {folder}: set GRAPHBOARD_TEMPLATES_DIR and "
-            "GRAPHBOARD_STATIC_DIR to a copy of the repository's frontend/ folder",
+            f"the page template {template} is not at {folder}: set GRAPHBOARD_TEMPLATES_DIR "
+            "and GRAPHBOARD_STATIC_DIR to a copy of the repository's frontend/ folder",
             code="no_frontend",
         )
     response = _templates(folder).TemplateResponse(
-        request,
-        "index.html",
-        {"version": __version__, "plotly_available": plotly_path() is not None},
+        request, template, {"version": __version__, **context}
     )
     response.headers["Cache-Control"] = "no-cache"
     return response
+
+
+@router.get("/", response_class=HTMLResponse)
+def viewer(request: Request, settings: SettingsDep) -> Response:
+    """The tree viewer."""
+    return page_shell(
+        request, settings, "index.html", {"plotly_available": plotly_path() is not None}
+    )
+
+
+@router.get("/build", response_class=HTMLResponse)
+def build_page(request: Request, settings: SettingsDep) -> Response:
+    """Start a background build and follow it."""
+    return page_shell(request, settings, "build.html", {"builds_folder": settings.builds_folder})
+
+
+@router.get("/trends", response_class=HTMLResponse)
+def trends_page(request: Request, settings: SettingsDep) -> Response:
+    """Heatmaps of a statistic across modules, steps, ranks and passes (its numbers come
+    from ``/api/graphs/{graph}/heatmap``)."""
+    return page_shell(
+        request, settings, "trends.html", {"plotly_available": plotly_path() is not None}
+    )
+
+
+@router.get("/table", response_class=HTMLResponse)
+def table_page(request: Request, settings: SettingsDep) -> Response:
+    """Every parameter row of a compare graph, sortable and filterable (its rows come from
+    ``/api/graphs/{graph}/table``)."""
+    return page_shell(request, settings, "table.html", {})
 
 
 @router.get("/static/{relative:path}")
