@@ -4,42 +4,24 @@
 
 import { ApiError, TOKEN_KEY, createApi, storedToken } from '../api.js';
 import { el, setChildren } from '../dom.js';
-import { applyTranslations, pickLanguage, translate } from '../i18n.js';
-import { STORAGE, save, saved } from '../storage.js';
+import { Page } from '../page.js';
+import { save } from '../storage.js';
 import { dumpOptions, followJob, jobRequest, progressText, uploadForm, verdictRows } from './jobs.js';
 
-export class BuildPage {
+export class BuildPage extends Page {
   constructor(doc = document, { api = createApi() } = {}) {
-    this.doc = doc;
+    super(doc);
     this.api = api;
-    const prefersDark = globalThis.matchMedia?.('(prefers-color-scheme: dark)').matches;
-    this.theme = saved(STORAGE.theme) ?? (prefersDark ? 'dark' : 'light');
-    this.lang = pickLanguage(saved(STORAGE.lang), navigator.languages ?? []);
     this.dumps = null; // the last /api/dumps answer
     this.jobs = [];
     this.following = null; // AbortController of the job being followed
     this.lastStart = null; // re-sends the last request (Rebuild)
   }
 
-  t(key, params) {
-    return translate(this.lang, key, params);
-  }
-
-  $(id) {
-    return this.doc.getElementById(id);
-  }
-
   async start() {
     this.applyLook();
-    this.$('theme-toggle').addEventListener('click', () => {
-      this.theme = this.theme === 'dark' ? 'light' : 'dark';
-      save(STORAGE.theme, this.theme);
-      this.applyLook();
-    });
-    this.$('lang-toggle').addEventListener('click', () => {
-      this.lang = this.lang === 'zh' ? 'en' : 'zh';
-      save(STORAGE.lang, this.lang);
-      this.applyLook();
+    this.listenToLook((what) => {
+      if (what !== 'lang') return;
       this.renderDumps();
       this.renderJobs();
     });
@@ -69,13 +51,6 @@ export class BuildPage {
     this.$('rebuild').addEventListener('click', () => this.lastStart?.());
     this.$('token-input').value = storedToken() ?? '';
     await this.refresh();
-  }
-
-  applyLook() {
-    this.doc.documentElement.dataset.theme = this.theme;
-    this.doc.documentElement.lang = this.lang === 'zh' ? 'zh-CN' : 'en';
-    this.$('lang-toggle').textContent = this.lang === 'zh' ? 'EN' : '中';
-    applyTranslations(this.doc, this.lang);
   }
 
   showTab(tabId, panelId) {

@@ -8,8 +8,7 @@ import { levelColors, textOn } from '../colors.js';
 import { debounce } from '../debounce.js';
 import { el, setChildren } from '../dom.js';
 import { formatCount } from '../format.js';
-import { applyTranslations, pickLanguage, translate } from '../i18n.js';
-import { STORAGE, save, saved } from '../storage.js';
+import { Page } from '../page.js';
 import { buildUrlSearch } from '../url_state.js';
 import { VirtualList } from '../widgets/virtual_list.js';
 import { RowPages } from './row_pages.js';
@@ -32,13 +31,10 @@ const NAME_DELAY_MS = 250; // filter as the name is typed, once typing pauses
 const DRAWN = new WeakMap();
 const HREFS = new WeakMap();
 
-export class TablePage {
+export class TablePage extends Page {
   constructor(doc = document, { api = createApi() } = {}) {
-    this.doc = doc;
+    super(doc);
     this.api = api;
-    const prefersDark = globalThis.matchMedia?.('(prefers-color-scheme: dark)').matches;
-    this.theme = saved(STORAGE.theme) ?? (prefersDark ? 'dark' : 'light');
-    this.lang = pickLanguage(saved(STORAGE.lang), navigator.languages ?? []);
     this.state = parseTableState(globalThis.location.search);
     this.files = [];
     this.columns = [];
@@ -62,14 +58,6 @@ export class TablePage {
     });
   }
 
-  t(key, params) {
-    return translate(this.lang, key, params);
-  }
-
-  $(id) {
-    return this.doc.getElementById(id);
-  }
-
   async start() {
     this.applyLook();
     this.listen();
@@ -89,16 +77,7 @@ export class TablePage {
   }
 
   listen() {
-    this.$('theme-toggle').addEventListener('click', () => {
-      this.theme = this.theme === 'dark' ? 'light' : 'dark';
-      save(STORAGE.theme, this.theme);
-      this.applyLook();
-    });
-    this.$('lang-toggle').addEventListener('click', () => {
-      this.lang = this.lang === 'zh' ? 'en' : 'zh';
-      save(STORAGE.lang, this.lang);
-      this.applyLook();
-    });
+    this.listenToLook();
     this.$('table-controls').addEventListener('submit', (event) => event.preventDefault());
     this.$('table-file').addEventListener('change', (event) => {
       this.state.graph = event.target.value;
@@ -141,10 +120,7 @@ export class TablePage {
   }
 
   applyLook() {
-    this.doc.documentElement.dataset.theme = this.theme;
-    this.doc.documentElement.lang = this.lang === 'zh' ? 'zh-CN' : 'en';
-    this.$('lang-toggle').textContent = this.lang === 'zh' ? 'EN' : '中';
-    applyTranslations(this.doc, this.lang);
+    super.applyLook();
     this.colors = levelColors(this.file?.config?.node_colors, this.theme);
     for (const chip of this.doc.querySelectorAll('#table-results .chip[data-level]')) {
       chip.style.backgroundColor = this.colors[chip.dataset.level] ?? '';

@@ -4,8 +4,7 @@
 
 import { createApi } from '../api.js';
 import { el, setChildren } from '../dom.js';
-import { applyTranslations, pickLanguage, translate } from '../i18n.js';
-import { STORAGE, save, saved } from '../storage.js';
+import { Page } from '../page.js';
 import { buildUrlSearch } from '../url_state.js';
 import { cellCenter, renderHeatmap, rowLabel } from './heatmap_chart.js';
 
@@ -64,13 +63,10 @@ export function cellTarget(state, answer, row, col) {
   return `/${buildUrlSearch({ graph: state.graph, step, rank, node, side })}`;
 }
 
-export class TrendsPage {
+export class TrendsPage extends Page {
   constructor(doc = document, { api = createApi() } = {}) {
-    this.doc = doc;
+    super(doc);
     this.api = api;
-    const prefersDark = globalThis.matchMedia?.('(prefers-color-scheme: dark)').matches;
-    this.theme = saved(STORAGE.theme) ?? (prefersDark ? 'dark' : 'light');
-    this.lang = pickLanguage(saved(STORAGE.lang), navigator.languages ?? []);
     this.plotlyUrl = doc.body.dataset.plotlyUrl || '';
     this.files = [];
     this.state = parseTrendsState(globalThis.location.search);
@@ -80,28 +76,13 @@ export class TrendsPage {
     this.request = 0;
   }
 
-  t(key, params) {
-    return translate(this.lang, key, params);
-  }
-
-  $(id) {
-    return this.doc.getElementById(id);
-  }
-
   async start() {
     this.applyLook();
-    this.$('theme-toggle').addEventListener('click', () => {
-      this.theme = this.theme === 'dark' ? 'light' : 'dark';
-      save(STORAGE.theme, this.theme);
-      this.applyLook();
-      this.draw();
-    });
-    this.$('lang-toggle').addEventListener('click', () => {
-      this.lang = this.lang === 'zh' ? 'en' : 'zh';
-      save(STORAGE.lang, this.lang);
-      this.applyLook();
-      this.syncControls();
-      if (this.answer) this.showStatus(this.summary(this.answer));
+    this.listenToLook((what) => {
+      if (what === 'lang') {
+        this.syncControls();
+        if (this.answer) this.showStatus(this.summary(this.answer));
+      }
       this.draw();
     });
     const controls = {
@@ -140,13 +121,6 @@ export class TrendsPage {
       this.fileChosen(true);
     }
     await this.refresh();
-  }
-
-  applyLook() {
-    this.doc.documentElement.dataset.theme = this.theme;
-    this.doc.documentElement.lang = this.lang === 'zh' ? 'zh-CN' : 'en';
-    this.$('lang-toggle').textContent = this.lang === 'zh' ? 'EN' : '中';
-    applyTranslations(this.doc, this.lang);
   }
 
   get file() {
