@@ -96,13 +96,4 @@ def get_heatmap(
         found = heatmap(db, query)
     except HeatmapRefused as refused:
         raise InvalidParameters(str(refused), code="invalid_heatmap") from None
-    return HeatmapOut(
-        rows=found.rows,
-        cols=found.cols,
-        values=found.values,
-        nodes=found.nodes,
-        depth=found.depth,
-        depths=found.depths,
-        step=found.step,
-        rank=found.rank,
-    )
+    return HeatmapOut.model_validate(found, from_attributes=True)
