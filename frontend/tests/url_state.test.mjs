@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { buildUrlSearch, parseUrlState } from '../static/js/url_state.js';
+import { buildUrlSearch, indexParam, parseUrlState } from '../static/js/url_state.js';
 
 test('a full view survives a round trip', () => {
   const view = { graph: 'runs/compare_1', step: 1, rank: 3, node: 'Module.a.forward.0', side: 'Bench', micro: 2 };
@@ -25,4 +25,10 @@ test('names with reserved characters are encoded', () => {
   const search = buildUrlSearch({ graph: 'a b/c', step: 0, rank: 0, node });
   assert.equal(parseUrlState(search).node, node);
   assert.equal(parseUrlState(search).graph, 'a b/c');
+});
+
+test('a step, rank or depth parameter is a non-negative integer or null', () => {
+  assert.equal(indexParam('12'), 12);
+  assert.equal(indexParam('0'), 0);
+  for (const text of [null, '', '-1', '1.5', 'x', ' 3']) assert.equal(indexParam(text), null);
 });

@@ -6,6 +6,12 @@ function intOr(value, fallback) {
   return Number(value);
 }
 
+/** A step, rank or depth from a query string: a non-negative integer, else null (the
+ * Trends and Table pages' parameters; the viewer's own go through intOr above). */
+export function indexParam(value) {
+  return value !== null && /^\d+$/.test(value) ? Number(value) : null;
+}
+
 /** {graph, step, rank, node, side, micro} from a query string; missing parts are null. */
 export function parseUrlState(search) {
   const params = new URLSearchParams(search);

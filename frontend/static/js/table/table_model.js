@@ -2,7 +2,7 @@
 // (?graph=&step=&rank=[&result=...][&name=][&sort=[&descending=1]]), the API's query for it,
 // the next sort of a header click, how each column is drawn, and a row's link to the viewer.
 
-import { buildUrlSearch } from '../url_state.js';
+import { buildUrlSearch, indexParam } from '../url_state.js';
 
 // The Result values the API filters by, in the order the page offers them.
 export const RESULTS = ['error', 'warning', 'pass'];
@@ -31,10 +31,6 @@ const KINDS = new Map([
 ]);
 const WIDTHS = { name: 340, long: 280, text: 130, number: 120, level: 96 };
 
-function intOr(value) {
-  return value !== null && /^\d+$/.test(value) ? Number(value) : null;
-}
-
 /** {graph, step, rank, results, name, sort, descending} from a query string. */
 export function parseTableState(search) {
   const params = new URLSearchParams(search);
@@ -42,8 +38,8 @@ export function parseTableState(search) {
   const sort = params.get('sort') || null;
   return {
     graph: params.get('graph') || null,
-    step: intOr(params.get('step')),
-    rank: intOr(params.get('rank')),
+    step: indexParam(params.get('step')),
+    rank: indexParam(params.get('rank')),
     results: RESULTS.filter((result) => wanted.has(result)),
     name: params.get('name') ?? '',
     sort,

@@ -5,7 +5,7 @@
 import { createApi } from '../api.js';
 import { el, setChildren } from '../dom.js';
 import { Page } from '../page.js';
-import { buildUrlSearch } from '../url_state.js';
+import { buildUrlSearch, indexParam } from '../url_state.js';
 import { cellCenter, renderHeatmap, rowLabel } from './heatmap_chart.js';
 
 export const VIEWS = {
@@ -16,10 +16,6 @@ export const VIEWS = {
 };
 const COMPARE_ONLY = ['error', 'level'];
 const PASSES = ['forward', 'backward', 'parameters_grad'];
-
-function intOr(value) {
-  return value !== null && /^\d+$/.test(value) ? Number(value) : null;
-}
 
 /** The page's view from a query string; anything missing or unknown is null. */
 export function parseTrendsState(search) {
@@ -32,9 +28,9 @@ export function parseTrendsState(search) {
     statistic: params.get('statistic') || null,
     side: ['NPU', 'Bench', 'diff'].includes(params.get('side')) ? params.get('side') : null,
     pass: PASSES.includes(pass) ? pass : null,
-    depth: intOr(params.get('depth')),
-    step: intOr(params.get('step')),
-    rank: intOr(params.get('rank')),
+    depth: indexParam(params.get('depth')),
+    step: indexParam(params.get('step')),
+    rank: indexParam(params.get('rank')),
     module: params.get('module') || null,
   };
 }
