@@ -32,7 +32,8 @@ export function loadPlotly(url) {
   return plotlyPromise;
 }
 
-function cssVar(name, fallback) {
+/** A CSS custom property of the page as the theme sets it, or `fallback`. */
+export function cssVar(name, fallback) {
   const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   return value || fallback;
 }

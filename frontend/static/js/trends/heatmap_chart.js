@@ -2,19 +2,14 @@
 // pure functions (tested in the browser test through the page), the drawing reuses the
 // statistics chart's lazy plotly loader.
 
-import { loadPlotly } from '../charts/stats_chart.js';
+import { cssVar, loadPlotly } from '../charts/stats_chart.js';
+import { parseNumber } from '../format.js';
 
 const LEVEL_SCALE = [
   [0, '#4caf50'], [0.333, '#4caf50'],
   [0.333, '#f5c342'], [0.666, '#f5c342'],
   [0.666, '#e5533d'], [1, '#e5533d'],
 ];
-
-/** A number from the API: "Infinity" / "NaN" arrive as strings (JSON has neither). */
-export function numberOf(value) {
-  if (value === null || value === undefined) return null;
-  return typeof value === 'number' ? value : Number(value);
-}
 
 /** The text of a cell's value for hovering. */
 export function formatValue(value, statistic, t) {
@@ -37,7 +32,8 @@ export function rowLabel(row) {
  * an error against zero) are the worst there is: drawn at the top of the scale, named in the
  * hover text. */
 export function heatmapCells(answer, statistic, t) {
-  const values = answer.values.map((row) => row.map(numberOf));
+  // "Infinity" / "NaN" arrive as strings (JSON has neither): parseNumber reads them
+  const values = answer.values.map((row) => row.map(parseNumber));
   const finite = values.flat().filter((value) => value !== null && Number.isFinite(value));
   let zmax = finite.length ? Math.max(...finite) : 1;
   let zmin = finite.length ? Math.min(...finite) : 0;
@@ -56,11 +52,6 @@ export function heatmapCells(answer, statistic, t) {
     zmax = bound;
   }
   return { z, text, scale: diverging ? 'RdBu' : 'Viridis', zmin, zmax, zmid: diverging ? 0 : undefined };
-}
-
-function cssVar(name, fallback) {
-  const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-  return value || fallback;
 }
 
 /** Draw the answer into `host`; `onCell({row, col})` on a click. */
