@@ -10,7 +10,7 @@ of the build's dicts, as the node view shows it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -80,16 +80,10 @@ def stored_dicts(
     """``input_data`` or ``output_data`` (``column``) of the given nodes, by node_order."""
     assert column in ("input_data", "output_data")  # the only names spliced into SQL
     wanted = sorted({int(order) for order in orders})
-    texts: dict[int, str | None] = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start : start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
-        for order, text in db.conn.execute(
-            f"SELECT node_order, {column} FROM main.tb_nodes WHERE step = ? AND rank = ? "
-            f"AND data_source = ? AND node_order IN ({marks})",
-            (key.step, key.rank, key.side, *chunk),
-        ):
-            texts[int(order)] = text
+    texts: dict[int, str | None] = {
+        int(order): text
+        for order, text in _rows_in(db, key, f"node_order, {column}", "node_order", wanted)
+    }
     manual = db.view(key).manual.intersection(wanted)
     if manual:
         for order, text in db.conn.execute(
@@ -114,15 +108,24 @@ def _json_dict(text: str | None) -> dict[str, Any]:
 
 def orders_of_names(db: VisDb, key: GraphKey, names: Sequence[str]) -> dict[str, int]:
     """node_order of each named node the graph has (msprobe's name index)."""
-    wanted = sorted(set(names))
-    found: dict[str, int] = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start : start + _CHUNK]
+    return {
+        str(name): int(order)
+        for name, order in _rows_in(
+            db, key, "node_name, node_order", "node_name", sorted(set(names))
+        )
+    }
+
+
+def _rows_in(
+    db: VisDb, key: GraphKey, columns: str, by: str, values: Sequence[object]
+) -> Iterator[Sequence[Any]]:
+    """``columns`` of the graph's rows whose ``by`` is one of ``values``, a query per chunk
+    under SQLite's bound-parameter limit (``columns`` and ``by`` are this module's own)."""
+    for start in range(0, len(values), _CHUNK):
+        chunk = values[start : start + _CHUNK]
         marks = ", ".join("?" * len(chunk))
-        for name, order in db.conn.execute(
-            "SELECT node_name, node_order FROM main.tb_nodes WHERE step = ? AND rank = ? "
-            f"AND data_source = ? AND node_name IN ({marks})",
+        yield from db.conn.execute(
+            f"SELECT {columns} FROM main.tb_nodes WHERE step = ? AND rank = ? "
+            f"AND data_source = ? AND {by} IN ({marks})",
             (key.step, key.rank, key.side, *chunk),
-        ):
-            found[str(name)] = int(order)
-    return found
+        )
