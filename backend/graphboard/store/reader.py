@@ -170,6 +170,10 @@ class NodeRecord:
     matched_distributed: Any
     dump_data_dir: str | None
 
+    @property
+    def name(self) -> str:
+        return self.summary.name
+
 
 class StoredNode(NamedTuple):
     """A node's stored parameter dicts (and stack), for tables over a whole graph."""

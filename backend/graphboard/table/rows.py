@@ -2,7 +2,7 @@
 
 The rows come from what the build stored, read in one pass: the target graph's nodes and
 their golden counterparts by one query a side (``VisDb.stored_nodes``), each pair's
-parameters paired as the node view pairs them (``present.paired_stored``). Values are the
+parameters paired as the node view pairs them (``store.param_pairs``). Values are the
 stored display strings; a value the file does not hold is msprobe's ``N/A``.
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
 from graphboard.compare.result import DataMode, Level
 from graphboard.errors import GraphboardError
-from graphboard.server.present import PairedParam, StoredParams, paired_stored
 from graphboard.store.name_index import NameIndex
+from graphboard.store.param_pairs import PairedParam, paired_stored
 from graphboard.store.reader import GraphKey, StoredNode, VisDb
 from graphboard.table import columns as col
 
@@ -170,10 +170,7 @@ def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = Non
                 f"{db.path.name}: the table of step {step}, rank {rank} took too long"
             )
         twin = golden_nodes.get(int(counterpart[node.node_order]))
-        rows = paired_stored(
-            StoredParams(node.name, node.input_data, node.output_data),
-            StoredParams(twin.name, twin.input_data, twin.output_data) if twin else None,
-        )
+        rows = paired_stored(node, twin)
         code = int(introduced[node.node_order])
         starts_here = Level(code).label if code > 0 else ""
         stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only

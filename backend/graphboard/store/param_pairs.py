@@ -1,0 +1,105 @@
+"""A node's target and golden parameters side by side, from their stored dicts alone, paired
+by name as the builder pairs them (``compare.engine.pair_params``), by position only where
+the names cannot agree. The node view (``server.present.paired_rows``) and the compare table
+(``graphboard.table.rows``) both show these rows."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+from graphboard.compare.engine import pair_params
+from graphboard.dump.records import Param
+from graphboard.store.param_parse import role_of, short_key, split_fields
+
+
+class StoredParams(Protocol):
+    """What pairing reads of a node: its name and its stored parameter dicts
+    (``tb_nodes.input_data`` / ``output_data``), as ``NodeRecord`` and ``StoredNode`` hold them."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def input_data(self) -> dict[str, Any]: ...
+    @property
+    def output_data(self) -> dict[str, Any]: ...
+
+
+class SideFields(NamedTuple):
+    name: str  # the full parameter name as stored
+    fields: dict[str, Any]  # the parameter's own fields, as stored
+
+
+class PairedParam(NamedTuple):
+    """One target parameter and its golden twin as stored (either may be missing)."""
+
+    role: str
+    key: str
+    paired_by: str | None  # None when one side is missing
+    target: SideFields | None
+    golden: SideFields | None
+    comparison: dict[str, Any]  # the fields the compare stored on the target
+
+
+def _stored(node: StoredParams) -> dict[str, dict[str, Any]]:
+    """Full parameter name -> stored dict, inputs then outputs."""
+    stored: dict[str, dict[str, Any]] = {}
+    for data in (node.input_data, node.output_data):
+        for name, shown in data.items():
+            if isinstance(shown, dict):
+                stored[name] = shown
+    return stored
+
+
+def _params(node: StoredParams | None) -> list[Param]:
+    """The node's parameters as pairing sees them: key and role (pair_params reads nothing
+    else, and the rows show the stored dicts), in stored order, inputs first."""
+    if node is None:
+        return []
+    params: list[Param] = []
+    for in_output, data in ((False, node.input_data), (True, node.output_data)):
+        for full_name, shown in data.items():
+            if isinstance(shown, dict):
+                key = short_key(node.name, full_name)
+                params.append(Param(key, role_of(node.name, key, in_output)))
+    return params
+
+
+def paired_stored(target: StoredParams | None, golden: StoredParams | None) -> list[PairedParam]:
+    """The target's and the golden's parameters paired, in the builder's order."""
+    target_params, golden_params = _params(target), _params(golden)
+    target_stored = _stored(target) if target is not None else {}
+    golden_stored = _stored(golden) if golden is not None else {}
+    pairs: list[tuple[Param | None, Param | None, str | None]]
+    if target is not None and golden is not None:
+        rows = pair_params(target_params, golden_params)
+        pairs = [(row.npu, row.bench, row.paired_by) for row in rows]
+    else:
+        pairs = [(param, None, None) for param in target_params] + [
+            (None, param, None) for param in golden_params
+        ]
+    out: list[PairedParam] = []
+    for npu, bench, paired_by in pairs:
+        any_param = npu or bench
+        assert any_param is not None
+        target_fields = golden_fields = None
+        comparison: dict[str, Any] = {}
+        if npu is not None and target is not None:
+            name = npu.full_name(target.name)
+            own, comparison = split_fields(target_stored.get(name, {}))
+            target_fields = SideFields(name, own)
+        if bench is not None and golden is not None:
+            name = bench.full_name(golden.name)
+            own, _ignored = split_fields(golden_stored.get(name, {}))
+            golden_fields = SideFields(name, own)
+        both = npu is not None and bench is not None
+        out.append(
+            PairedParam(
+                any_param.role.value,
+                any_param.key,
+                paired_by if both else None,
+                target_fields,
+                golden_fields,
+                comparison,
+            )
+        )
+    return out
