@@ -12,7 +12,7 @@ call; ``nodes`` names it, on the side the value was read from (the target for a 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from graphboard.store.reader import FileConfig, GraphKey, VisDb
@@ -218,11 +218,7 @@ def _cells(
     if not db.has_graph(golden):
         return [(None, name) for _value, name in cells]
     orders = stored.orders_of_names(db, golden, [node.name for node in firsts])
-    twins = [
-        ModuleNode(orders[node.name], node.name, node.module, node.pass_, node.call, 0, -1, 0)
-        for node in firsts
-        if node.name in orders
-    ]
+    twins = [replace(node, order=orders[node.name]) for node in firsts if node.name in orders]
     golden_read = _read(db, golden, twins)
     differences: list[_Cell] = []
     for (value, name), node in zip(cells, firsts, strict=True):
