@@ -271,14 +271,21 @@ def test_numbers_past_sqlite_integers_are_422_everywhere(fresh_data_dir: Path) -
 # --- download names (issue 16, item 5) -----------------------------------------------------
 
 
+# (the download, its file name after the graph's stem)
+DOWNLOADS = [("matches/vis-config", "_0_0.vis.config"), ("table-export", "_step0_rank0.csv")]
+
+
+@pytest.mark.parametrize(("download", "suffix"), DOWNLOADS)
 @pytest.mark.parametrize("stem", ["模型对比", 'say "hi"', "naïve run;x=1"])
-def test_vis_config_download_names_round_trip(tmp_path: Path, data_dir: Path, stem: str) -> None:
+def test_download_names_round_trip(
+    tmp_path: Path, data_dir: Path, stem: str, download: str, suffix: str
+) -> None:
     root = tmp_path / "served"
     root.mkdir()
     shutil.copyfile(data_dir / "ours/layer-mapping.vis.db", root / f"{stem}.vis.db")
     with TestClient(create_app(Settings(data_dir=root))) as client:
         graph = quote(stem, safe="")
-        response = client.get(f"/api/graphs/{graph}/matches/vis-config", params=Q)
+        response = client.get(f"/api/graphs/{graph}/{download}", params=Q)
         assert response.status_code == 200, response.text
         header = response.headers["content-disposition"]
         assert header.isascii()
@@ -289,9 +296,9 @@ def test_vis_config_download_names_round_trip(tmp_path: Path, data_dir: Path, st
         assert (
             isinstance(fallback, str)
             and fallback.isascii()
-            and len(fallback) == len(f"{stem}_0_0.vis.config")
+            and len(fallback) == len(f"{stem}{suffix}")
         )
-        assert _extended_filename(header) == f"{stem}_0_0.vis.config"
+        assert _extended_filename(header) == f"{stem}{suffix}"
 
 
 def _extended_filename(header: str) -> str:

@@ -22,6 +22,7 @@ from starlette.background import BackgroundTask
 
 from graphboard.server import schemas
 from graphboard.server.deps import Cursor, GraphDb, PageLimit, Rank, Step
+from graphboard.server.downloads import attachment
 from graphboard.server.errors import ApiError, InvalidParameters, NotFound
 from graphboard.store.reader import VisDb
 from graphboard.table.export_csv import write_csv
@@ -167,6 +168,6 @@ def table_export(
     return FileResponse(
         path,
         media_type=_MEDIA[format],
-        filename=f"{stem}_step{step}_rank{rank}.{format}",
+        headers={"Content-Disposition": attachment(f"{stem}_step{step}_rank{rank}.{format}")},
         background=BackgroundTask(path.unlink, missing_ok=True),
     )
