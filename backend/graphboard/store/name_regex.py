@@ -93,7 +93,6 @@ class SearchRegex:
     """A user's name regex: RE2 for one name, and for the buffer of all names (None when
     only name by name is exact)."""
 
-    text: str
     per_name: Any
     scan: Any | None
     program_size: int  # the largest of the programs RE2 may run
@@ -115,7 +114,7 @@ def compile_search_regex(text: str) -> SearchRegex:
         raise RegexRefused(
             f"the pattern is too complex ({size} RE2 instructions, at most {MAX_PROGRAM})"
         )
-    return SearchRegex(text, per_name, scan, max(size, 1))
+    return SearchRegex(per_name, scan, max(size, 1))
 
 
 class EncodedNames:
