@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,6 @@ from fastapi.testclient import TestClient
 from graphboard.server.app import create_app
 from graphboard.server.routes.pages import REPO_FRONTEND
 from graphboard.server.settings import Settings
-
-
-@pytest.fixture(scope="module")
-def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
-    data = tmp_path_factory.mktemp("empty-data")
-    with TestClient(create_app(Settings(data_dir=data))) as test_client:
-        yield test_client
 
 
 def test_the_page_shell_loads_modules_only_from_self(client: TestClient) -> None:
