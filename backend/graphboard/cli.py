@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 from graphboard import __version__
 from graphboard.errors import GraphboardError
 from graphboard.progress import ProgressBar, ProgressCallback, silent
-from graphboard.stopping import exit_status, signal_name, stop_signals_raise
+from graphboard.stopping import exit_status, stop_signal, stop_signals_raise
 
 if TYPE_CHECKING:  # the server's settings load only for serve and demo
     from graphboard.server.settings import Settings
@@ -218,7 +218,7 @@ def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse
             print(f"{prog}: error: {error}", file=sys.stderr)
             return 1
         except KeyboardInterrupt as interrupt:
-            print(f"{prog}: interrupted ({signal_name(interrupt)})", file=sys.stderr)
+            print(f"{prog}: interrupted ({stop_signal(interrupt).name})", file=sys.stderr)
             return exit_status(interrupt)
 
 

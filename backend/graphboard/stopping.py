@@ -38,15 +38,14 @@ class Stopped(KeyboardInterrupt):
         return type(self), (self.signum,)
 
 
+def stop_signal(interrupt: KeyboardInterrupt) -> signal.Signals:
+    """The signal behind ``interrupt``: a :class:`Stopped`'s, else Ctrl+C's SIGINT."""
+    return signal.Signals(interrupt.signum) if isinstance(interrupt, Stopped) else signal.SIGINT
+
+
 def exit_status(interrupt: KeyboardInterrupt) -> int:
     """A shell's status for a process ended by the signal behind ``interrupt``."""
-    return 128 + (interrupt.signum if isinstance(interrupt, Stopped) else signal.SIGINT)
-
-
-def signal_name(interrupt: KeyboardInterrupt) -> str:
-    return signal.Signals(
-        interrupt.signum if isinstance(interrupt, Stopped) else signal.SIGINT
-    ).name
+    return 128 + stop_signal(interrupt)
 
 
 class _RaiseOnce:
