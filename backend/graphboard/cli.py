@@ -194,13 +194,15 @@ def _serve(settings: Settings) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from graphboard.demo import build_demo, findings
+    from graphboard.demo import build_demo
+    from graphboard.verdict_cli import server_url, summary_lines
 
     result = build_demo(args.out)
     print(f"demo: wrote {result.path} ({result.seconds:.2f}s)")
     args.data_dir = result.path.parent
     settings = _serve_settings(args)
-    for line in findings(result, settings.cache_dir, f"http://{settings.host}:{settings.port}"):
+    # what the compare found, with the viewer URL that opens the first error's node
+    for line in summary_lines(result.path, server_url(settings), settings.cache_dir):
         print(f"demo:{line}")
     if args.no_serve:
         print(f"demo: to browse it: graphboard serve --data-dir {args.data_dir}")

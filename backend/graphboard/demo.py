@@ -120,11 +120,3 @@ def build_demo(out: Path) -> BuildResult:
             command=["graphboard", "demo"],
         )
     )
-
-
-def findings(result: BuildResult, cache_dir: Path, server: str) -> list[str]:
-    """What the compare found, as ``graphboard ci-check`` prints a verdict, with the viewer URL
-    (on ``server``) that opens the node where the first error starts."""
-    from graphboard.verdict_cli import summary_lines
-
-    return summary_lines(result.path, server, cache_dir)

@@ -69,10 +69,14 @@ def file_verdict(
         raise GraphboardError(f"{path}: not a readable .vis.db: {error}") from None
 
 
+def server_url(settings: Settings) -> str:
+    """Where ``graphboard serve`` with these settings listens."""
+    return f"http://{settings.host}:{settings.port}"
+
+
 def server_for(folder: Path) -> str:
     """Where ``graphboard serve --data-dir folder`` listens (its settings' host and port)."""
-    settings = Settings(data_dir=folder)
-    return f"http://{settings.host}:{settings.port}"
+    return server_url(Settings(data_dir=folder))
 
 
 def summary_lines(path: Path, server: str, cache_dir: Path | None = None) -> list[str]:
