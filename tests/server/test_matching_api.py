@@ -475,3 +475,32 @@ def test_readers_keep_reading_while_a_writer_matches(
     assert not [
         p for p in fresh_data_dir.rglob("*") if p.name.endswith(("-wal", "-shm", "-journal"))
     ]
+
+
+def test_the_compare_table_shows_a_pair_made_by_hand(fresh_client: TestClient) -> None:
+    """The table reads a node's data as the node view does: a manual pairing's rescored
+    parameters stand in for the stored ones."""
+
+    def linear_rows() -> dict[str, tuple[str, str, str]]:
+        reply = fresh_client.get(
+            f"/api/graphs/{GRAPH}/table", params={**STEP_RANK, "name": LINEAR[0], "limit": 50}
+        )
+        assert reply.status_code == 200, reply.text
+        page = reply.json()
+        at = [page["columns"].index(name) for name in ("Bench Name", "Result", "MaxRelativeErr")]
+        return {
+            item["cells"][0].removeprefix(LINEAR[0] + "."): tuple(item["cells"][i] for i in at)
+            for item in page["items"]
+        }
+
+    before = linear_rows()
+    assert before and {bench for bench, _result, _error in before.values()} == {"N/A"}
+    assert _match(fresh_client, GRAPH, LINEAR).status_code == 200
+    after = linear_rows()
+    assert after.keys() == before.keys()
+    assert all(bench == f"{LINEAR[1]}.{key}" for key, (bench, _r, _e) in after.items())
+    # ... scored as the node view scores them: the rescored rows, not the build's unpaired ones
+    rows = {row["key"]: row for row in _detail(fresh_client, GRAPH, LINEAR[0])["rows"]}
+    for key, (_bench, result, error) in after.items():
+        assert (result, error) == (rows[key]["result"], rows[key]["comparison"]["MaxRelativeErr"])
+        assert error != "N/A"

@@ -740,14 +740,10 @@ class VisDb:
             (key.step, key.rank, key.side, name),
         ).fetchone()
         if summary.manual:
-            overlaid = self.conn.execute(
-                f"SELECT input_data, output_data FROM main.{matches.OVERLAY_TABLE} "
-                "WHERE data_source = ? AND step = ? AND rank = ? AND node_name = ?",
-                (key.side, key.step, key.rank, name),
-            ).fetchone()
+            overlaid = self.manual_data(key, name).get(summary.node_order)
             if overlaid is not None:
-                input_text = overlaid[0] if overlaid[0] is not None else input_text
-                output_text = overlaid[1] if overlaid[1] is not None else output_text
+                input_text = overlaid[0] or input_text
+                output_text = overlaid[1] or output_text
         return NodeRecord(
             summary=summary,
             input_data=_json_or(input_text, {}),
@@ -757,6 +753,30 @@ class VisDb:
             matched_distributed=_json_or(distributed, {}) or None,
             dump_data_dir=str(dump_dir) if dump_dir else None,
         )
+
+    def manual_data(
+        self, key: GraphKey, name: str | None = None
+    ) -> dict[int, tuple[str | None, str | None]]:
+        """(input_data, output_data) as JSON text, by node_order, of the graph's manually
+        (un)paired nodes (or of the one named): a pairing rescores its nodes' parameters, and
+        these stand in for ``tb_nodes``' own wherever a node's data is read (None or empty:
+        the stored one stands)."""
+        manual = self.view(key).manual
+        if not manual:
+            return {}
+        query = (
+            f"SELECT node_order, input_data, output_data FROM main.{matches.OVERLAY_TABLE} "
+            "WHERE data_source = ? AND step = ? AND rank = ?"
+        )
+        bound: tuple[object, ...] = (key.side, key.step, key.rank)
+        if name is not None:
+            query += " AND node_name = ?"
+            bound += (name,)
+        return {
+            int(order): (input_text, output_text)
+            for order, input_text, output_text in self.conn.execute(query, bound)
+            if int(order) in manual
+        }
 
     def stored_data(
         self, key: GraphKey, name: str
@@ -791,18 +811,7 @@ class VisDb:
             "OR t.output_data NOT IN ('', '{}')) ORDER BY t.node_order",
             (key.step, key.rank, key.side),
         ).fetchall()
-        overlaid: dict[int, tuple[str | None, str | None]] = {}
-        manual = self.view(key).manual
-        if manual:
-            overlaid = {
-                int(order): (input_text, output_text)
-                for order, input_text, output_text in self.conn.execute(
-                    f"SELECT node_order, input_data, output_data FROM main.{matches.OVERLAY_TABLE} "
-                    "WHERE data_source = ? AND step = ? AND rank = ?",
-                    (key.side, key.step, key.rank),
-                )
-                if int(order) in manual
-            }
+        overlaid = self.manual_data(key)
         nodes: list[StoredNode] = []
         stacks_read: dict[str | None, list[str]] = {}  # the calls of one line share a stack
         for order, name, input_text, output_text, stack_text in rows:

@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 
-from graphboard.store import matches
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.trends.modules import ModuleNode, split_module_name
 
@@ -84,15 +83,10 @@ def stored_dicts(
         int(order): text
         for order, text in _rows_in(db, key, f"node_order, {column}", "node_order", wanted)
     }
-    manual = db.view(key).manual.intersection(wanted)
-    if manual:
-        for order, text in db.conn.execute(
-            f"SELECT node_order, {column} FROM main.{matches.OVERLAY_TABLE} "
-            "WHERE data_source = ? AND step = ? AND rank = ?",
-            (key.side, key.step, key.rank),
-        ):
-            if int(order) in manual and text:
-                texts[int(order)] = text
+    side = 0 if column == "input_data" else 1
+    for order, overlaid in db.manual_data(key).items():
+        if order in texts and overlaid[side]:
+            texts[order] = overlaid[side]
     return {order: _json_dict(text) for order, text in texts.items()}
 
 
