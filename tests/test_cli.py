@@ -22,17 +22,38 @@ from graphboard.verdict_cli import server_for
 
 _SCRIPT = Path(sys.executable).with_name("graph_build")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "graphboard.cli"]
+_GRAPHBOARD = Path(sys.executable).with_name("graphboard")
+GRAPHBOARD_COMMAND = (  # ``python -m graphboard.cli`` is graph_build, not graphboard
+    [str(_GRAPHBOARD)]
+    if _GRAPHBOARD.exists()
+    else [
+        sys.executable,
+        "-c",
+        "from graphboard.cli import graphboard_main; raise SystemExit(graphboard_main())",
+    ]
+)
 
 
-def graph_build(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _run(
+    command: list[str], args: tuple[str | Path, ...], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*COMMAND, *map(str, args)],
+        [*command, *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=120,
         check=False,
     )
+
+
+def graph_build(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return _run(COMMAND, args, cwd)
+
+
+def graphboard_command(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``graphboard ARGS...`` (a subcommand and its options) as a user runs it."""
+    return _run(GRAPHBOARD_COMMAND, args)
 
 
 def _error_line(run: subprocess.CompletedProcess[str]) -> str:

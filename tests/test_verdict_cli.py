@@ -7,7 +7,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,20 +15,13 @@ from dumpmaker import tiny_model
 from fixture_cases import reference_db
 from graphboard.pipeline import BuildOptions, run_build
 from graphboard.verdict_cli import server_for
+from test_cli import graphboard_command
 
-_SCRIPT = Path(sys.executable).with_name("graphboard")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "graphboard.cli"]
 PROG = "graphboard verdict"
 
 
 def verdict(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*COMMAND, "verdict", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return graphboard_command("verdict", *args)
 
 
 def _copy(case: str, folder: str, into: Path) -> Path:
