@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Protocol
 
 from graphboard.compare.engine import pair_params
-from graphboard.dump.records import Param
-from graphboard.store.param_parse import role_of, short_key, split_fields
+from graphboard.dump.records import Param, Role
+from graphboard.store.param_parse import split_fields, stored_entries
 
 
 class StoredParams(Protocol):
@@ -40,35 +40,19 @@ class PairedParam(NamedTuple):
     comparison: dict[str, Any]  # the fields the compare stored on the target
 
 
-def _stored(node: StoredParams) -> dict[str, dict[str, Any]]:
-    """Full parameter name -> stored dict, inputs then outputs."""
-    stored: dict[str, dict[str, Any]] = {}
-    for data in (node.input_data, node.output_data):
-        for name, shown in data.items():
-            if isinstance(shown, dict):
-                stored[name] = shown
-    return stored
-
-
-def _params(node: StoredParams | None) -> list[Param]:
-    """The node's parameters as pairing sees them: key and role (pair_params reads nothing
-    else, and the rows show the stored dicts), in stored order, inputs first."""
-    if node is None:
-        return []
-    params: list[Param] = []
-    for in_output, data in ((False, node.input_data), (True, node.output_data)):
-        for full_name, shown in data.items():
-            if isinstance(shown, dict):
-                key = short_key(node.name, full_name)
-                params.append(Param(key, role_of(node.name, key, in_output)))
-    return params
+def _entries(node: StoredParams) -> list[tuple[str, str, Role, dict[str, Any]]]:
+    return list(stored_entries(node.name, node.input_data, node.output_data))
 
 
 def paired_stored(target: StoredParams | None, golden: StoredParams | None) -> list[PairedParam]:
     """The target's and the golden's parameters paired, in the builder's order."""
-    target_params, golden_params = _params(target), _params(golden)
-    target_stored = _stored(target) if target is not None else {}
-    golden_stored = _stored(golden) if golden is not None else {}
+    # pair_params reads only keys and roles; the rows show the stored dicts
+    target_entries = _entries(target) if target is not None else []
+    golden_entries = _entries(golden) if golden is not None else []
+    target_params = [Param(key, role) for _name, key, role, _shown in target_entries]
+    golden_params = [Param(key, role) for _name, key, role, _shown in golden_entries]
+    target_stored = {name: shown for name, _key, _role, shown in target_entries}
+    golden_stored = {name: shown for name, _key, _role, shown in golden_entries}
     pairs: list[tuple[Param | None, Param | None, str | None]]
     if target is not None and golden is not None:
         rows = pair_params(target_params, golden_params)

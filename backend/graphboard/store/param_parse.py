@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
@@ -146,18 +147,26 @@ def param_from_display(key: str, role: Role, shown: dict[str, Any]) -> Param:
     return param
 
 
+def stored_entries(
+    node_name: str, input_data: dict[str, Any], output_data: dict[str, Any]
+) -> Iterator[tuple[str, str, Role, dict[str, Any]]]:
+    """(full name, key, role, stored dict) of each of a node's parameters in stored order:
+    inputs (and parameters) first, then outputs."""
+    for in_output, data in ((False, input_data), (True, output_data)):
+        for full_name, shown in data.items():
+            if isinstance(shown, dict):
+                key = short_key(node_name, full_name)
+                yield full_name, key, role_of(node_name, key, in_output), shown
+
+
 def params_from_display(
     node_name: str, input_data: dict[str, Any], output_data: dict[str, Any]
 ) -> list[Param]:
     """A node's parameters in stored order: inputs (and parameters) first, then outputs."""
-    params: list[Param] = []
-    for in_output, data in ((False, input_data), (True, output_data)):
-        for full_name, shown in data.items():
-            if not isinstance(shown, dict):
-                continue
-            key = short_key(node_name, full_name)
-            params.append(param_from_display(key, role_of(node_name, key, in_output), shown))
-    return params
+    return [
+        param_from_display(key, role, shown)
+        for _name, key, role, shown in stored_entries(node_name, input_data, output_data)
+    ]
 
 
 def split_fields(shown: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
