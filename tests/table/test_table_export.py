@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import subprocess
-import sys
 from pathlib import Path
 
 import openpyxl
@@ -17,9 +16,7 @@ from graphboard.table.export_csv import write_csv
 from graphboard.table.export_xlsx import column_letter, write_xlsx
 from graphboard.table.query import select, sort_key
 from graphboard.table.rows import CompareTable, build_table
-
-_SCRIPT = Path(sys.executable).with_name("graphboard")
-COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "graphboard.cli"]
+from test_cli import graphboard_command
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +81,7 @@ def test_the_rows_shown_are_exported_in_their_order(
 
 
 def table_command(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*COMMAND, "table", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return graphboard_command("table", *args)
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".xlsx"])
