@@ -1,36 +1,43 @@
-"""The compiled parts: msprobe's display strings (graphboard/store/_render.c, with
-_floats.cpp for Python's float formatting at the speed of libstdc++'s std::to_chars), and
-tb_nodes written straight into SQLite's file format (graphboard/store/_btree.c), the hot
-path of dump.json record parsing (graphboard/dump/_records.c), and the statistics-mode
-metrics (graphboard/compare/_summary.c).
+"""The optional compiled parts, all in graphboard/accel/ (see its __init__.py): msprobe's
+display strings (_render.c, with _floats.cpp for Python's float repr through libstdc++'s
+std::to_chars), tb_nodes written straight into SQLite's file format (_btree.c), the hot path
+of dump.json record parsing (_records.c) and the statistics-mode metrics (_summary.c).
 
-Everything else is in pyproject.toml; setuptools reads both.
+Each is ``optional``: without a working compiler (``CC=false CXX=false pip install .``) it is
+skipped and graphboard runs its Python for that stage. Everything else is in pyproject.toml.
 """
 
 from setuptools import Extension, setup
 
+ACCEL = "backend/graphboard/accel"
+FLAGS = ["-O2", "-Wall"]  # no -Werror: a newer compiler must still install
+
 setup(
     ext_modules=[
         Extension(
-            "graphboard.store._render",
-            ["backend/graphboard/store/_render.c", "backend/graphboard/store/_floats.cpp"],
+            "graphboard.accel._render",
+            [f"{ACCEL}/_render.c", f"{ACCEL}/_floats.cpp"],
             language="c++",  # links libstdc++
-            extra_compile_args=["-O2", "-Wall"],  # no -Werror: a newer compiler must still install
+            extra_compile_args=FLAGS,
+            optional=True,
         ),
         Extension(
-            "graphboard.dump._records",
-            ["backend/graphboard/dump/_records.c"],
-            extra_compile_args=["-O2", "-Wall"],
+            "graphboard.accel._records",
+            [f"{ACCEL}/_records.c"],
+            extra_compile_args=FLAGS,
+            optional=True,
         ),
         Extension(
-            "graphboard.store._btree",
-            ["backend/graphboard/store/_btree.c"],
-            extra_compile_args=["-O2", "-Wall"],
+            "graphboard.accel._btree",
+            [f"{ACCEL}/_btree.c"],
+            extra_compile_args=FLAGS,
+            optional=True,
         ),
         Extension(
-            "graphboard.compare._summary",
-            ["backend/graphboard/compare/_summary.c"],
-            extra_compile_args=["-O2", "-Wall"],
+            "graphboard.accel._summary",
+            [f"{ACCEL}/_summary.c"],
+            extra_compile_args=FLAGS,
+            optional=True,
         ),
     ]
 )

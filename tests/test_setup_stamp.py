@@ -107,8 +107,8 @@ def _remove_a_built_extension(checkout: Path) -> None:
     [
         _edit("pyproject.toml"),
         _edit("setup.py"),
-        _edit("backend/graphboard/dump/_records.c"),
-        _edit("backend/graphboard/store/_floats.cpp"),
+        _edit("backend/graphboard/accel/_records.c"),
+        _edit("backend/graphboard/accel/_floats.cpp"),
         _edit("scripts/setup"),
         _remove_a_built_extension,
     ],

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from fixture_cases import FIXTURES, fixture_path
-from graphboard.dump import _records
+from graphboard.accel import _records
 from graphboard.dump.jsonio import DumpFile
 from graphboard.dump.records import (
     Param,

@@ -14,7 +14,8 @@ import pytest
 from fixture_cases import fixture_path
 from graphboard.errors import StoreError
 from graphboard.pipeline import BuildOptions, plan_build, process_task
-from graphboard.store import _btree, schema
+from graphboard.accel import _btree
+from graphboard.store import schema
 from graphboard.store.part_file import PartFile, encode_nodes
 from part_rows import node_row
 

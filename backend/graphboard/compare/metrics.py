@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphboard.compare import _summary
+from graphboard.accel import _summary
 from graphboard.compare.result import Metric
 from graphboard.dump.records import Param, Stat
 

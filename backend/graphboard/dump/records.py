@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from graphboard.dump import _records
+from graphboard.accel import _records
 from graphboard.errors import DumpError
 
 MAX_DEPTH = 400

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard.dump import _records
+from graphboard.accel import _records
 
 # A pretty-printed object's first key, indented by the file's unit (msprobe's: one space).
 INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")

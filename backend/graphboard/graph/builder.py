@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard.dump import _records
+from graphboard.accel import _records
 from graphboard.dump.construct import Construct, read_construct
 from graphboard.dump.jsonio import DumpFile
 from graphboard.dump.layout import TENSOR_DIR, RankDir

@@ -19,7 +19,7 @@ from graphboard.compare.metrics import (
 )
 from graphboard.compare.result import DataMode, NodeComparison
 from graphboard.dump.records import Param, Role
-from graphboard.store import _render
+from graphboard.accel import _render
 
 _DECIMAL = re.compile(r"^\d{1,20}\.(\d{1,20})(%?)$")
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from graphboard.errors import StoreError
-from graphboard.store import _btree, schema
+from graphboard.accel import _btree
+from graphboard.store import schema
 
 ROW_ID = schema.TB_NODES_COLUMNS.index("id")
 ROW_LINK = schema.TB_NODES_COLUMNS.index("matched_node_link")

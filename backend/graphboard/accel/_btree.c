@@ -1492,7 +1492,7 @@ static PyGetSetDef builder_getset[] = {
 
 static PyTypeObject BuilderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "graphboard.store._btree.TableFile",
+    .tp_name = "graphboard.accel._btree.TableFile",
     .tp_basicsize = sizeof(Builder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "TableFile(path, affinities, indexes, page_size=4096): a new SQLite file holding "

@@ -658,7 +658,7 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
         return NULL;
     }
     if (output_role == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "graphboard.store._render is not configured");
+        PyErr_SetString(PyExc_RuntimeError, "graphboard.accel._render is not configured");
         return NULL;
     }
     PyObject *params = args[0], *node_name = args[1], *rows = args[3];
@@ -761,7 +761,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module_def = {
-    PyModuleDef_HEAD_INIT, "graphboard.store._render",
+    PyModuleDef_HEAD_INIT, "graphboard.accel._render",
     "msprobe's display strings of a node, rendered as JSON (see store/display.py).", -1, methods,
 };
 
