@@ -18,7 +18,7 @@ from served_files import BuildFn, Q, fixture_path, reference_db
 from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
-from graphboard.store.sidecar import sidecar_path
+from graphboard.store.msprobe_columns import sidecar_path
 
 GRAPH = "ours/layer-mapping"
 STEP_RANK = {"step": 0, "rank": 0}

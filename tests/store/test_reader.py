@@ -17,9 +17,9 @@ from graphboard.compare.result import DataMode
 from graphboard.graph.model import ROOT_NAME, Graph, Node, NodeType, node_type_of
 from graphboard.store import arrays, writer
 from graphboard.store.graph_views import GraphKey
+from graphboard.store.msprobe_columns import _build as derive_sidecar
 from graphboard.store.name_index import NameIndex
 from graphboard.store.reader import Source, compile_search_regex, open_vis_db, required_literal
-from graphboard.store.sidecar import _build as derive_sidecar
 
 BuildFn = Callable[..., Path]
 CASES = [

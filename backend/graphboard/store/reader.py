@@ -4,7 +4,7 @@ A node is two things: its ``tb_nodes`` row (name, type, parent, stored precision
 dicts, stack, links), read with msprobe's own indexes, and its per-graph columns (structure,
 levels, match state, roll-ups), read from ``gb_arrays`` into memory. Files msprobe wrote have
 no ``gb_arrays``: the same columns are derived once into a sidecar
-(:mod:`graphboard.store.sidecar`). Manual matches live in graphboard's overlay tables
+(:mod:`graphboard.store.msprobe_columns`). Manual matches live in graphboard's overlay tables
 (:mod:`graphboard.store.matches`) and are applied to the columns on load
 (:mod:`graphboard.store.graph_views`), so every answer below already includes them.
 
@@ -31,7 +31,7 @@ from graphboard.compare.engine import level_of_precision
 from graphboard.compare.result import DataMode, Level
 from graphboard.dump.records import Param
 from graphboard.errors import StoreError
-from graphboard.store import arrays, matches, sidecar
+from graphboard.store import arrays, matches, msprobe_columns
 from graphboard.store.graph_views import VIEWS, FileIdentity, GraphKey, GraphView, file_identity
 from graphboard.store.name_regex import compile_search_regex, required_literal
 from graphboard.store.param_parse import params_from_display
@@ -363,8 +363,8 @@ class VisDb:
         if self.source is Source.GRAPHBOARD:
             return self.conn
         if self._sidecar is None:
-            self.sidecar_path = sidecar.ensure_sidecar(self.path, self.conn, self.cache_dir)
-            self._sidecar = sidecar.connect_sidecar(self.sidecar_path)
+            self.sidecar_path = msprobe_columns.ensure_sidecar(self.path, self.conn, self.cache_dir)
+            self._sidecar = msprobe_columns.connect_sidecar(self.sidecar_path)
         return self._sidecar
 
     # --- file level ------------------------------------------------------------------------
@@ -482,7 +482,7 @@ class VisDb:
         assert names_file is not None
 
         def load_names() -> arrays.NameTable:
-            conn = sidecar.connect_sidecar(names_file)
+            conn = msprobe_columns.connect_sidecar(names_file)
             try:
                 return arrays.read_names(conn, key.graph_id)
             finally:
@@ -517,7 +517,7 @@ class VisDb:
                 )
                 level = level_of_precision(precision)
                 code = int(level) if level is not None else -1
-                introduced = sidecar.introduced_level(
+                introduced = msprobe_columns.introduced_level(
                     code, _json_or(input_text, {}), _json_or(output_text, {})
                 )
                 changes.append(

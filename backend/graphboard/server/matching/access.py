@@ -11,7 +11,7 @@ from pathlib import Path
 
 from graphboard.server.errors import Conflict, Forbidden
 from graphboard.server.settings import Settings
-from graphboard.store import matches, sidecar
+from graphboard.store import matches, msprobe_columns
 from graphboard.store.reader import Source, VisDb, open_vis_db
 
 
@@ -60,4 +60,4 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
             raise
     if db.source is Source.MSPROBE and sidecar_before is not None:
         # Only graphboard's own tables changed: what was derived from tb_* still holds.
-        sidecar.restamp(sidecar_before, path, settings.cache_dir)
+        msprobe_columns.restamp(sidecar_before, path, settings.cache_dir)

@@ -1,10 +1,10 @@
-"""Sidecars: graphboard's per-graph columns derived for msprobe-written .vis.db files.
+"""graphboard's columns derived for a .vis.db msprobe wrote.
 
 A file msprobe wrote has only ``tb_*`` tables. Its ``gb_arrays`` columns (structure, levels,
 match state, roll-ups) and ``gb_graphs`` rows are derived from ``tb_nodes`` once, with the
 builder's own :func:`graphboard.store.arrays.structure` and :func:`~graphboard.store.arrays.roll_up`,
-and kept in a sidecar database in a cache folder, so the reader serves both kinds of file the
-same way and the user's file is never written.
+and kept in a derived database (a "sidecar") in a cache folder, so the reader serves both kinds
+of file the same way and the user's file is never written.
 
 A sidecar's name carries a stamp of its source (path, size, mtime, inode): a changed source
 gets a fresh sidecar and stale ones are removed. Used only by :mod:`graphboard.store.reader`.
