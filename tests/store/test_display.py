@@ -1,7 +1,8 @@
-"""msprobe's display strings (input_data / output_data), rendered by the compiled renderer.
+"""msprobe's display strings (input_data / output_data), by each renderer: Python and compiled.
 
 Every cell against msprobe's own files is checked in tests/integration; these pin each rule
-on hand-made parameters, and Python's float formatting on many values.
+on hand-made parameters, and Python's float formatting on many values, for both renderers
+(test_display_both.py holds their text equal on every fixture).
 """
 
 from __future__ import annotations
@@ -14,12 +15,20 @@ import sys
 from typing import Any
 
 import pytest
+from display_support import RENDERERS, renderer_named
 
 from graphboard.compare.result import DataMode, Level, NodeComparison, ParamRow
 from graphboard.dump.records import Param, Role
+from graphboard.store import display
 from graphboard.store.display import node_display, node_display_json
 
 NODE = "Torch.mm.0.forward"
+
+
+@pytest.fixture(autouse=True, params=RENDERERS)
+def renderer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs with each renderer behind node_display."""
+    monkeypatch.setattr(display, "_render_node", renderer_named(request.param))
 
 
 def tensor(key: str = "input.0", **fields: Any) -> Param:
