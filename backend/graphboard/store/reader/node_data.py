@@ -1,0 +1,130 @@
+"""A node's stored data: its parameter dicts, stack and links, one node or a whole graph.
+
+A user's pairing rescores its nodes' parameters: the overlay's dicts
+(:meth:`~graphboard.store.reader.overlay.MatchingOverlay.manual_data`) stand in for the
+stored ones wherever they are read, except :meth:`NodeData.stored_data`, which is the build's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from graphboard.dump.records import Param
+from graphboard.store.graph_views import GraphKey
+from graphboard.store.param_parse import params_from_display
+from graphboard.store.reader.stored import json_or
+from graphboard.store.reader.summaries import BY_GRAPH, NodeSummaries, NodeSummary
+
+
+@dataclass(slots=True)
+class NodeRecord:
+    """A node in full: its summary, stored parameter dicts, stack and links."""
+
+    summary: NodeSummary
+    input_data: dict[str, Any]
+    output_data: dict[str, Any]
+    stack: list[str]
+    parallel_merge_info: list[str]
+    matched_distributed: Any
+    dump_data_dir: str | None
+
+    @property
+    def name(self) -> str:
+        return self.summary.name
+
+
+class StoredNode(NamedTuple):
+    """A node's stored parameter dicts (and stack), for tables over a whole graph."""
+
+    node_order: int
+    name: str
+    input_data: dict[str, Any]
+    output_data: dict[str, Any]
+    stack: list[str]
+
+
+class NodeData(NodeSummaries):
+    """Nodes' stored dicts, as the node view and the whole-graph tables read them."""
+
+    def node(self, key: GraphKey, name: str) -> NodeRecord | None:
+        summary = self.summary(key, name)
+        if summary is None:
+            return None
+        input_text, output_text, stack, merge_info, distributed, dump_dir = self.conn.execute(
+            """SELECT t.input_data, t.output_data, s.stack_info, t.parallel_merge_info,
+                      t.matched_distributed, t.dump_data_dir
+               FROM main.tb_nodes t LEFT JOIN main.tb_stack s ON s.id = t.stack_id"""
+            + BY_GRAPH
+            + " AND t.node_name = ?",
+            (key.step, key.rank, key.side, name),
+        ).fetchone()
+        if summary.manual:
+            overlaid = self.manual_data(key, name).get(summary.node_order)
+            if overlaid is not None:
+                input_text = overlaid[0] or input_text
+                output_text = overlaid[1] or output_text
+        return NodeRecord(
+            summary=summary,
+            input_data=json_or(input_text, {}),
+            output_data=json_or(output_text, {}),
+            stack=[str(frame) for frame in json_or(stack, [])],
+            parallel_merge_info=[str(item) for item in json_or(merge_info, [])],
+            matched_distributed=json_or(distributed, {}) or None,
+            dump_data_dir=str(dump_dir) if dump_dir else None,
+        )
+
+    def stored_data(
+        self, key: GraphKey, name: str
+    ) -> tuple[dict[str, Any], dict[str, Any], str | None] | None:
+        """(input_data, output_data, dump_data_dir) exactly as ``tb_nodes`` holds them."""
+        row = self.conn.execute(
+            "SELECT input_data, output_data, dump_data_dir FROM main.tb_nodes t"
+            + BY_GRAPH
+            + " AND t.node_name = ?",
+            (key.step, key.rank, key.side, name),
+        ).fetchone()
+        if row is None:
+            return None
+        return json_or(row[0], {}), json_or(row[1], {}), str(row[2]) if row[2] else None
+
+    def params(self, key: GraphKey, name: str) -> list[Param] | None:
+        """A node's parameters rebuilt from its stored rows (None: no node of that name)."""
+        stored = self.stored_data(key, name)
+        if stored is None:
+            return None
+        return params_from_display(name, stored[0], stored[1])
+
+    def stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
+        """Every node of the graph holding parameters, in node order, read by one query (a
+        whole-graph table: the compare table), with users' pairings' rescored dicts as
+        ``node`` gives them; ``stacks`` adds each node's stack."""
+        stack_column = "s.stack_info" if stacks else "NULL"
+        join = " LEFT JOIN main.tb_stack s ON s.id = t.stack_id" if stacks else ""
+        rows = self.conn.execute(
+            f"SELECT t.node_order, t.node_name, t.input_data, t.output_data, {stack_column} "
+            f"FROM main.tb_nodes t{join}" + BY_GRAPH + " AND (t.input_data NOT IN ('', '{}') "
+            "OR t.output_data NOT IN ('', '{}')) ORDER BY t.node_order",
+            (key.step, key.rank, key.side),
+        ).fetchall()
+        overlaid = self.manual_data(key)
+        nodes: list[StoredNode] = []
+        stacks_read: dict[str | None, list[str]] = {}  # the calls of one line share a stack
+        for order, name, input_text, output_text, stack_text in rows:
+            if order in overlaid:
+                input_text = overlaid[order][0] or input_text
+                output_text = overlaid[order][1] or output_text
+            stack = stacks_read.get(stack_text)
+            if stack is None:
+                stack = [str(frame) for frame in json_or(stack_text, [])]
+                stacks_read[stack_text] = stack
+            nodes.append(
+                StoredNode(
+                    int(order),
+                    str(name),
+                    json_or(input_text, {}),
+                    json_or(output_text, {}),
+                    stack,
+                )
+            )
+        return nodes

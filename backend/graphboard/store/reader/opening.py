@@ -1,0 +1,128 @@
+"""Opening a .vis.db: read-only by default, never creating files beside the user's.
+
+Reading connections are read-only (``mode=ro``, ``query_only``): viewing never writes to the
+user's file and never creates ``-wal``/``-shm`` files beside it (a WAL-mode file without a
+``-wal`` is opened ``immutable``, which needs neither). A file msprobe wrote has no ``gb_*``
+columns: they are derived once into a cache file (:mod:`graphboard.store.msprobe_columns`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from enum import StrEnum
+from pathlib import Path
+
+from graphboard.errors import StoreError
+from graphboard.store import matches, msprobe_columns
+from graphboard.store.graph_views import FileIdentity, file_identity
+
+_SQLITE_HEADER = b"SQLite format 3\x00"
+_WAL_VERSION = 2
+
+
+class Source(StrEnum):
+    GRAPHBOARD = "graphboard"  # written by graph_build: gb_* tables inside
+    MSPROBE = "msprobe"  # tb_* only: gb_* columns come from a sidecar
+
+
+def _is_wal(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(20)
+    except OSError as error:
+        raise StoreError(f"{path.name}: cannot read: {error.strerror or error}") from None
+    if len(header) < 20 or not header.startswith(_SQLITE_HEADER):
+        raise StoreError(f"{path.name}: not an SQLite database")
+    return header[18] == _WAL_VERSION
+
+
+def connect(path: Path, *, writable: bool = False) -> sqlite3.Connection:
+    """A connection to a .vis.db: read-only unless ``writable`` (manual matching)."""
+    uri = path.resolve().as_uri()
+    if writable:
+        _is_wal(path)
+        uri += "?mode=rw"
+    else:
+        uri += "?mode=ro"
+        if _is_wal(path) and not path.with_name(path.name + "-wal").exists():
+            # Nobody is writing (no -wal): read it as a plain file, creating no -shm.
+            uri += "&immutable=1"
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=10, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.Error as error:
+        raise StoreError(f"{path.name}: cannot open: {error}") from None
+    if not writable:
+        conn.execute("PRAGMA query_only = 1")
+        conn.execute("PRAGMA mmap_size = 268435456")
+    return conn
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """Names of the file's tables and views."""
+    return {
+        str(row[0])
+        for row in conn.execute(
+            "SELECT name FROM main.sqlite_master WHERE type IN ('table', 'view')"
+        )
+    }
+
+
+class OpenFile:
+    """A .vis.db's connection, what kind of file it is, and where its derived columns are.
+    The connection is this object's: :meth:`close` closes it."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, cache_dir: Path) -> None:
+        self.path = path
+        self.conn = conn
+        self.cache_dir = cache_dir
+        self.identity: FileIdentity = file_identity(path)
+        tables = table_names(conn)
+        if not {"tb_nodes", "tb_config"} <= tables:
+            raise StoreError(f"{path.name}: not a .vis.db (no tb_nodes / tb_config table)")
+        self.source = Source.GRAPHBOARD if "gb_arrays" in tables else Source.MSPROBE
+        self.sidecar_path: Path | None = None
+        self._sidecar: sqlite3.Connection | None = None
+        # gb_peer_links (a view: one row per node and peer, collectives included) replaced
+        # reading gb_links directly; files built before it only have gb_links.
+        self.links_source = next(
+            (name for name in ("gb_peer_links", "gb_links") if name in tables), None
+        )
+        self.has_overlay = matches.OVERLAY_TABLE in tables
+        # Set by a committed matching write on an msprobe file: the columns derived before
+        # it, still right (only gb_* tables changed), to carry over to the file's new stamp.
+        self.derived_before_write: Path | None = None
+
+    def close(self) -> None:
+        if self._sidecar is not None:
+            self._sidecar.close()
+            self._sidecar = None
+        self.conn.close()
+        if self.derived_before_write is not None:
+            # after the close: a WAL file's checkpoint on close changes its stamp again
+            msprobe_columns.restamp(self.derived_before_write, self.path, self.cache_dir)
+            self.derived_before_write = None
+
+    def refresh(self) -> None:
+        """Re-read the file's identity and tables (after this connection wrote to it)."""
+        self.identity = file_identity(self.path)
+        self.has_overlay = matches.OVERLAY_TABLE in table_names(self.conn)
+
+    @property
+    def writable(self) -> bool:
+        return not self.conn.execute("PRAGMA query_only").fetchone()[0]
+
+    def ensure_derived(self) -> Path | None:
+        """Derive an msprobe file's columns now (its sidecar's path); None for our own files."""
+        self._gb_conn()
+        return self.sidecar_path
+
+    def _gb_conn(self) -> sqlite3.Connection:
+        """Where ``gb_graphs`` / ``gb_arrays`` are: the file itself or its sidecar."""
+        if self.source is Source.GRAPHBOARD:
+            return self.conn
+        if self._sidecar is None:
+            self.sidecar_path = msprobe_columns.ensure_sidecar(self.path, self.conn, self.cache_dir)
+            self._sidecar = msprobe_columns.connect_sidecar(self.sidecar_path)
+        return self._sidecar

@@ -1,0 +1,161 @@
+"""A node's summary (a tree row): its ``tb_nodes`` row joined with the graph's columns.
+
+Rows are read with msprobe's own indexes on (step, rank, data_source, ...); names of the few
+other nodes a summary shows (its worst descendant, its partner) are looked up by node_order
+without loading every name of a big graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphboard.store import arrays
+from graphboard.store.graph_views import GraphKey, GraphView
+from graphboard.store.reader.overlay import MatchingOverlay
+from graphboard.store.reader.stored import level_name
+
+
+@dataclass(slots=True)
+class NodeSummary:
+    """What a tree row needs: identity, verdicts and what the subtree holds."""
+
+    name: str
+    parent: str | None
+    node_type: int
+    node_order: int
+    exec_order: int
+    depth: int
+    child_count: int
+    micro_step: int
+    precision_index: float | None
+    level: str | None  # pass | warning | error; None when not scored
+    overflow: str | None  # medium | high | critical
+    matched: bool | None  # None in a build
+    counterpart: str | None
+    worst_level: str | None
+    worst_node: str | None
+    error_leaves: int
+    warning_leaves: int
+    unmatched_leaves: int
+    overflow_leaves: int
+    worst_overflow: str | None
+    introduced: str | None  # a divergence starts here: its level
+    manual: bool  # (un)paired by a user
+    modified: bool  # re-matched in place by msprobe's viewer
+
+
+@dataclass(slots=True)
+class Page:
+    items: list[NodeSummary]
+    next_cursor: int | None
+    total: int | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+TB_SELECT = """SELECT t.node_name, t.up_node, t.node_type, t.node_order, t.micro_step_id,
+    t.precision_index, t.overflow_level, t.modified FROM main.tb_nodes t"""
+BY_GRAPH = " WHERE t.step = ? AND t.rank = ? AND t.data_source = ?"
+
+
+class NodeSummaries(MatchingOverlay):
+    """Summaries of nodes given by name or node_order."""
+
+    def _summaries_of_rows(self, key: GraphKey, rows: Sequence[Sequence[Any]]) -> list[NodeSummary]:
+        if not rows:
+            return []
+        view = self.view(key)
+        other: GraphView | None = None
+        if view.compared:
+            other_key = GraphKey("Bench" if key.side == "NPU" else "NPU", key.step, key.rank)
+            if self.has_graph(other_key):
+                other = self.view(other_key)
+        orders = [int(row[3]) for row in rows]
+        worst = self._names_at(view, [int(view.columns["worst_node"][order]) for order in orders])
+        counterparts: dict[int, str] = {}
+        if other is not None:
+            wanted = [int(view.columns["counterpart"][order]) for order in orders]
+            counterparts = self._names_at(other, [order for order in wanted if order < len(other)])
+        return [self._summary(view, row, worst, counterparts) for row in rows]
+
+    def _names_at(self, view: GraphView, orders: Sequence[int]) -> dict[int, str]:
+        """Names of a few nodes by node_order, without loading every name of a big graph."""
+        wanted = sorted({order for order in orders if order >= 0})
+        if not wanted:
+            return {}
+        if view.names_loaded or len(wanted) > 2000:
+            names = view.names
+            return {order: names[order] for order in wanted}
+        key = view.key
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), 500):  # stay under SQLite's bound-parameter limit
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            for order, name in self.conn.execute(
+                "SELECT node_order, node_name FROM tb_nodes WHERE step = ? AND rank = ? "
+                f"AND data_source = ? AND node_order IN ({marks})",
+                (key.step, key.rank, key.side, *chunk),
+            ):
+                found[int(order)] = str(name)
+        return found
+
+    def _summary(
+        self,
+        view: GraphView,
+        row: Sequence[Any],
+        worst: dict[int, str],
+        counterparts: dict[int, str],
+    ) -> NodeSummary:
+        name, parent, node_type, order, micro_step, precision, overflow, modified = row
+        columns = view.columns
+        order = int(order)
+        if order in view.precision:
+            precision = view.precision[order]
+        matched = int(columns["matched"][order])
+        counterpart_order = int(columns["counterpart"][order])
+        worst_node = int(columns["worst_node"][order])
+        return NodeSummary(
+            name=str(name),
+            parent=str(parent) if parent else None,
+            node_type=int(node_type) if str(node_type).isdigit() else 0,
+            node_order=order,
+            exec_order=int(columns["exec_order"][order]),
+            depth=int(columns["depth"][order]),
+            child_count=int(columns["child_count"][order]),
+            micro_step=int(micro_step or 0),
+            precision_index=float(precision) if precision is not None else None,
+            level=level_name(int(columns["level"][order])),
+            overflow=str(overflow) if overflow else None,
+            matched=None if matched < 0 else bool(matched),
+            counterpart=counterparts.get(counterpart_order),
+            worst_level=level_name(int(columns["worst_level"][order])),
+            worst_node=worst.get(worst_node),
+            error_leaves=int(columns["error_leaves"][order]),
+            warning_leaves=int(columns["warning_leaves"][order]),
+            unmatched_leaves=int(columns["unmatched_leaves"][order]),
+            overflow_leaves=int(columns["overflow_leaves"][order]),
+            worst_overflow=arrays.OVERFLOW_NAMES.get(int(columns["worst_overflow"][order])),
+            introduced=level_name(int(columns["introduced"][order]) or -1),
+            manual=order in view.manual,
+            modified=bool(modified),
+        )
+
+    def summary(self, key: GraphKey, name: str) -> NodeSummary | None:
+        row = self.conn.execute(
+            TB_SELECT + BY_GRAPH + " AND t.node_name = ?", (key.step, key.rank, key.side, name)
+        ).fetchone()
+        return self._summaries_of_rows(key, [row])[0] if row is not None else None
+
+    def summaries_by_order(self, key: GraphKey, orders: Sequence[int]) -> list[NodeSummary]:
+        """Summaries of nodes given by node_order, in the order given."""
+        rows: dict[int, Sequence[Any]] = {}
+        for start in range(0, len(orders), 500):  # stay under SQLite's bound-parameter limit
+            chunk = [int(order) for order in orders[start : start + 500]]
+            marks = ", ".join("?" * len(chunk))
+            for row in self.conn.execute(
+                TB_SELECT + BY_GRAPH + f" AND t.node_order IN ({marks})",
+                (key.step, key.rank, key.side, *chunk),
+            ):
+                rows[int(row[3])] = row
+        return self._summaries_of_rows(key, [rows[order] for order in orders if order in rows])

@@ -1,0 +1,97 @@
+"""Reader calls in-process on a .vis.db: each call as a request makes it (open, ask, close).
+
+Times what the server's read routes ask of :class:`~graphboard.store.reader.VisDb` (root,
+a page of children, a node, a name search, a level filter, the graph list), 200 times each,
+with the per-graph columns warm as a running server has them; no HTTP. ``--reader`` names
+another module offering ``open_vis_db`` (a saved copy of an earlier reader) so two versions
+are timed alternately in the same minutes.
+
+    python bench/bench_reader.py FILE.vis.db
+    python bench/bench_reader.py FILE.vis.db --reader /tmp/reader_before.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from graphboard.compare.result import Level
+from graphboard.store import reader
+from graphboard.store.graph_views import VIEWS, GraphKey
+
+
+def _module_at(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reader_compared", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+def _calls(module: Any, path: Path, cache: Path) -> dict[str, Callable[[], object]]:
+    key = GraphKey("NPU", 0, 0)
+
+    def ask(question: Callable[[Any], object]) -> Callable[[], object]:
+        def call() -> object:
+            with module.open_vis_db(path, cache) as db:
+                return question(db)
+
+        return call
+
+    with module.open_vis_db(path, cache) as db:
+        root = db.root(key)
+        assert root is not None
+        child = db.children(key, root.name, limit=50).items[0].name
+    return {
+        "graphs": ask(lambda db: db.graphs()),
+        "root": ask(lambda db: db.root(key)),
+        "children": ask(lambda db: db.children(key, root.name, limit=50)),
+        "node": ask(lambda db: db.node(key, child)),
+        "search": ask(lambda db: db.search(key, "linear", limit=50)),
+        "filter": ask(lambda db: db.filter(key, levels=[Level.ERROR, Level.WARNING], limit=50)),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file", type=Path)
+    parser.add_argument("--reader", type=Path, help="a reader module file to time against")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    readers: dict[str, Any] = {"current": reader}
+    if args.reader is not None:
+        readers["other"] = _module_at(args.reader)
+    with tempfile.TemporaryDirectory() as cache:
+        calls = {name: _calls(module, args.file, Path(cache)) for name, module in readers.items()}
+        timings: dict[tuple[str, str], list[float]] = {}
+        for _round in range(args.rounds):  # the readers alternate, round by round
+            for name, asked in calls.items():
+                VIEWS.clear()
+                for question, call in asked.items():
+                    call()  # warm: the columns are loaded once, as in a running server
+                    started = time.perf_counter()
+                    for _ in range(args.calls):
+                        call()
+                    elapsed = (time.perf_counter() - started) / args.calls
+                    timings.setdefault((name, question), []).append(elapsed)
+    print(f"{args.file.name}: median of {args.rounds} rounds, ms per call ({args.calls} calls)")
+    questions = list(next(iter(calls.values())))
+    print("| reader | " + " | ".join(questions) + " |")
+    print("|---|" + "---|" * len(questions))
+    for name in readers:
+        cells = [f"{statistics.median(timings[(name, q)]) * 1000:.3f}" for q in questions]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
