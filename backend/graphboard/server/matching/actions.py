@@ -24,15 +24,15 @@ def _record(
     options: dict[str, Any],
     outcome: Outcome,
 ) -> int:
-    target, golden = pair if pair is not None else (None, None)
-    action_id = matches.start_action(
-        db.conn, kind, planner.step, planner.rank, target, golden, options
+    return db.record_action(
+        kind,
+        planner.step,
+        planner.rank,
+        pair,
+        options,
+        planner.scorer.rows,
+        [(item.target, item.golden) for item in outcome.pairs],
     )
-    matches.put_overlay(db.conn, action_id, planner.scorer.rows)
-    matches.finish_action(
-        db.conn, action_id, [(item.target, item.golden) for item in outcome.pairs]
-    )
-    return action_id
 
 
 def pair(
@@ -96,10 +96,7 @@ def import_config(
 def undo(path: Path, settings: Settings, step: int, rank: int) -> tuple[matches.Action, int]:
     """Undo the latest action of a (step, rank): its nodes get back their previous state."""
     with writing(path, settings) as db:
-        last = matches.last_action(db.conn, step, rank) if db.has_overlay else None
-        if last is None:
+        undone = db.undo_last_action(step, rank)
+        if undone is None:
             raise Conflict(f"nothing to undo for step {step}, rank {rank}", code="nothing_to_undo")
-        restored = matches.undo_action(db.conn, last.id, step, rank)
-        undone = matches.action(db.conn, last.id)
-        assert undone is not None
-    return undone, restored
+    return undone

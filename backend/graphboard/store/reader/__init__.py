@@ -10,12 +10,14 @@ SQL binds its values; the only names spliced into SQL are the reader's own const
 :class:`VisDb` is composed of one part per job, each in its own module: opening the file
 (:mod:`.opening`), its settings (:mod:`.config`), the matching overlay (:mod:`.overlay`),
 node summaries (:mod:`.summaries`), the tree (:mod:`.tree`), stored node data
-(:mod:`.node_data`), search and filter (:mod:`.search`), peers across ranks (:mod:`.peers`).
+(:mod:`.node_data`), search and filter (:mod:`.search`), peers across ranks (:mod:`.peers`),
+and for a file opened ``writable``, saving users' matches (:mod:`.manual_matches`).
 """
 
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.name_regex import compile_search_regex, required_literal
 from graphboard.store.reader.config import FileConfig, GraphStats
+from graphboard.store.reader.manual_matches import WriteRefused
 from graphboard.store.reader.node_data import NodeRecord, StoredNode
 from graphboard.store.reader.opening import Source, connect
 from graphboard.store.reader.overlay import ManualPair
@@ -36,6 +38,7 @@ __all__ = [
     "Source",
     "StoredNode",
     "VisDb",
+    "WriteRefused",
     "compile_search_regex",
     "connect",
     "open_vis_db",

@@ -10,6 +10,7 @@ from pathlib import Path
 from graphboard.errors import StoreError
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.config import GraphStats
+from graphboard.store.reader.manual_matches import ManualMatches
 from graphboard.store.reader.node_data import NodeData
 from graphboard.store.reader.opening import connect
 from graphboard.store.reader.peers import PeerQueries
@@ -17,7 +18,7 @@ from graphboard.store.reader.search import SearchAndFilter
 from graphboard.store.reader.tree import TreeQueries
 
 
-class VisDb(TreeQueries, NodeData, SearchAndFilter, PeerQueries):
+class VisDb(TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
     """One open .vis.db. Methods take a :class:`GraphKey`; nothing is kept between calls
     except the per-graph columns, cached by the file's identity."""
 

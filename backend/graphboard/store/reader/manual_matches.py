@@ -1,0 +1,76 @@
+"""Saving users' manual matches into a .vis.db: one write transaction per request.
+
+graphboard writes only its own tables (:mod:`graphboard.store.matches`), never ``tb_*`` rows,
+so the columns derived for an msprobe file before the write still hold afterwards: they are
+carried over to the file's new stamp when the file is closed, instead of derived again.
+The file keeps its journal mode: graphboard's files stay in rollback mode (a writer adds a
+short-lived -journal, readers never create -wal/-shm); msprobe's WAL files stay WAL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from graphboard.errors import StoreError
+from graphboard.store import matches
+from graphboard.store.reader.opening import OpenFile, Source
+
+
+class WriteRefused(StoreError):
+    """The file cannot take a write now: another writer holds it, or it is read-only."""
+
+
+class ManualMatches(OpenFile):
+    """Writes of a file opened ``writable``: actions, their overlay rows, undo."""
+
+    @contextmanager
+    def matching_write(self) -> Iterator[None]:
+        """One write transaction, committed if the block succeeds, rolled back if not;
+        WriteRefused when the file cannot be locked for writing."""
+        derived = self.ensure_derived()  # before the write changes the file's stamp
+        matches.create_tables(self.conn)
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as error:
+            raise WriteRefused(f"{self.path.name}: cannot write: {error}") from None
+        try:
+            self.refresh()  # what committed while this request waited for the lock
+            yield
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        if self.source is Source.MSPROBE and derived is not None:
+            self.derived_before_write = derived
+
+    def record_action(
+        self,
+        kind: str,
+        step: int,
+        rank: int,
+        pair: tuple[str, str] | None,
+        options: dict[str, Any],
+        rows: Iterable[matches.OverlayRow],
+        paired: Sequence[tuple[str, str]],
+    ) -> int:
+        """Record one action (match, unmatch, import) of a user and the overlay rows it
+        writes; ``paired`` is what it actually (un)paired. Returns the action's id."""
+        target, golden = pair if pair is not None else (None, None)
+        action_id = matches.start_action(self.conn, kind, step, rank, target, golden, options)
+        matches.put_overlay(self.conn, action_id, rows)
+        matches.finish_action(self.conn, action_id, paired)
+        return action_id
+
+    def undo_last_action(self, step: int, rank: int) -> tuple[matches.Action, int] | None:
+        """Undo the latest action of a (step, rank) not undone yet: (the action as it is now,
+        the number of nodes restored); None when there is nothing to undo."""
+        last = matches.last_action(self.conn, step, rank) if self.has_overlay else None
+        if last is None:
+            return None
+        restored = matches.undo_action(self.conn, last.id, step, rank)
+        undone = matches.action(self.conn, last.id)
+        assert undone is not None
+        return undone, restored
