@@ -1,16 +1,17 @@
 /* msprobe's display strings of a node (tb_nodes.input_data / output_data), rendered as JSON.
  *
- * The rules live in store/display.py, which documents them; this is their only
- * implementation. It is C because a compare formats about four display strings per
- * parameter and a 27k-record compare has 110k parameters: in Python, building a dict per
- * parameter and serialising it was a third of the whole compare.
+ * The rules are store/display_render.py's, the reference this must match byte for byte
+ * (tests/store/test_display_both.py renders every fixture node with both). It is C because
+ * a compare formats about four display strings per parameter on every target and golden
+ * parameter; bench/results/ has what it saves.
  *
- * What stays in Python is called back: cleaning a string value (cached here), a shape's text, a scalar's checksum and the JSON of a message list. Buffers are
- * per call, so threads of a server may render at the same time.
+ * What stays in Python is called back: cleaning a string value (cached here), a scalar's
+ * checksum and the JSON of a message list. Buffers are per call, so threads of a server may
+ * render at the same time. Only CPython's public C API: attributes are read with
+ * PyObject_GetAttr by interned name, whatever the class keeps them in.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <string.h>
 
 /* ---- configuration, set once by display.py ---------------------------------------- */
@@ -37,30 +38,11 @@ static PyObject *s_key, *s_role, *s_type, *s_dtype, *s_shape, *s_max, *s_min, *s
     *s_requires_grad_consistent, *s_level, *s_label, *s_messages, *s_group_ranks, *s_group_id,
     *s_na, *s_unsupported;
 
-/* ---- attributes ----------------------------------------------------------------------
- * Param and ParamRow are slotted dataclasses: read a slot straight from the instance, as
- * Python's own attribute lookup would find it, without the generic lookup.
- *
- * The reference is borrowed: the instance holds it for the whole call. Not touching the
- * reference counts of parameters, their statistics and their rows matters when rows are
- * rendered in a forked process: a count written is a memory page copied, and a compare of a
- * million records a side has gigabytes of them. An attribute that is not a slot is looked up
- * the generic way and kept alive by ``keep`` (a list the caller frees). */
+/* ---- attributes ---------------------------------------------------------------------
+ * A new reference, or NULL with an exception set: the caller releases it. */
 
-static PyObject *attribute(PyObject *instance, PyObject *name, PyObject *keep) {
-    PyObject *descriptor = _PyType_Lookup(Py_TYPE(instance), name);
-    if (descriptor != NULL && Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
-        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
-        if (member->type == T_OBJECT_EX || member->type == T_OBJECT) {
-            PyObject *value = *(PyObject **)((char *)instance + member->offset);
-            if (value != NULL) return value;
-        }
-    }
-    PyObject *value = PyObject_GetAttr(instance, name);
-    if (value == NULL) return NULL;
-    int failed = PyList_Append(keep, value) < 0;
-    Py_DECREF(value);
-    return failed ? NULL : value;
+static inline PyObject *attribute(PyObject *instance, PyObject *name) {
+    return PyObject_GetAttr(instance, name);
 }
 
 /* ---- a growing byte buffer --------------------------------------------------------- */
@@ -357,10 +339,34 @@ static int extra_truthy(ParamView *p) {
     return p->extra != Py_None && PyObject_IsTrue(p->extra) == 1;
 }
 
-/* The view's references are borrowed (see attribute). */
-static int view_load(ParamView *p, PyObject *param, PyObject *keep) {
+/* The attribute's truth value: 1, 0, or -1 with an exception set. */
+static int attribute_truth(PyObject *instance, PyObject *name) {
+    PyObject *value = attribute(instance, name);
+    if (value == NULL) return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static void view_release(ParamView *p) {
+    Py_CLEAR(p->type);
+    Py_CLEAR(p->dtype);
+    Py_CLEAR(p->shape);
+    Py_CLEAR(p->max);
+    Py_CLEAR(p->min);
+    Py_CLEAR(p->mean);
+    Py_CLEAR(p->norm);
+    Py_CLEAR(p->requires_grad);
+    Py_CLEAR(p->md5);
+    Py_CLEAR(p->data_name);
+    Py_CLEAR(p->value);
+    Py_CLEAR(p->extra);
+}
+
+/* The view holds a reference to each field: view_release drops them, after a failure too. */
+static int view_load(ParamView *p, PyObject *param) {
     memset(p, 0, sizeof(*p));
-#define LOAD(slot, name) if ((p->slot = attribute(param, name, keep)) == NULL) return -1
+#define LOAD(slot, name) if ((p->slot = attribute(param, name)) == NULL) return -1
     LOAD(type, s_type);
     LOAD(dtype, s_dtype);
     LOAD(shape, s_shape);
@@ -374,9 +380,7 @@ static int view_load(ParamView *p, PyObject *param, PyObject *keep) {
     LOAD(value, s_value);
     LOAD(extra, s_extra);
 #undef LOAD
-    PyObject *is_tensor = attribute(param, s_is_tensor, keep);
-    if (is_tensor == NULL) return -1;
-    p->is_tensor = PyObject_IsTrue(is_tensor);
+    p->is_tensor = attribute_truth(param, s_is_tensor);
     if (p->is_tensor < 0) return -1;
     /* Param.is_null: a masked leaf */
     p->is_null = p->type == Py_None && p->value == Py_None && p->max == Py_None && !extra_truthy(p);
@@ -476,8 +480,8 @@ static int write_metric(Fields *f, PyObject *metrics, PyObject *name, PyObject *
 }
 
 /* A scored parameter's row: its metrics and verdict, assigned over the parameter's fields. */
-static int write_comparison(Fields *f, PyObject *row, int mode, PyObject *keep) {
-    PyObject *metrics = attribute(row, s_metrics, keep);
+static int write_comparison(Fields *f, PyObject *row, int mode) {
+    PyObject *metrics = attribute(row, s_metrics);
     if (metrics == NULL) return -1;
     int failed = 0;
     if (!PyDict_Check(metrics)) {
@@ -489,13 +493,12 @@ static int write_comparison(Fields *f, PyObject *row, int mode, PyObject *keep) 
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names) && !failed; i++)
             failed = write_metric(f, metrics, PyTuple_GET_ITEM(names, i), missing, mode == MODE_SUMMARY) < 0;
     }
+    Py_DECREF(metrics);
     if (failed) return -1;
 
-    PyObject *consistent_flag = attribute(row, s_requires_grad_consistent, keep);
-    if (consistent_flag == NULL) return -1;
-    int consistent = PyObject_IsTrue(consistent_flag);
+    int consistent = attribute_truth(row, s_requires_grad_consistent);
     if (consistent < 0) return -1;
-    PyObject *level = attribute(row, s_level, keep);
+    PyObject *level = attribute(row, s_level);
     if (level == NULL) return -1;
     /* Level.label is a property: ask each level once */
     PyObject *label = PyDict_GetItemWithError(labels, level);
@@ -505,6 +508,7 @@ static int write_comparison(Fields *f, PyObject *row, int mode, PyObject *keep) 
                PyDict_SetItem(labels, level, label) < 0) {
         Py_CLEAR(label);
     }
+    Py_DECREF(level);
     if (label == NULL) return -1;
     Py_ssize_t index;
     int result = 0;
@@ -532,7 +536,7 @@ static int write_comparison(Fields *f, PyObject *row, int mode, PyObject *keep) 
     Py_DECREF(label);
     if (result < 0) return -1;
 
-    PyObject *messages = attribute(row, s_messages, keep);
+    PyObject *messages = attribute(row, s_messages);
     if (messages == NULL) return -1;
     int any = PyObject_IsTrue(messages);
     index = any < 0 ? -1 : fields_begin_as(f, "Err_message", 11, 1);
@@ -540,6 +544,7 @@ static int write_comparison(Fields *f, PyObject *row, int mode, PyObject *keep) 
         result = any ? buf_call(&f->text, messages_json, messages, 1) : buf_lit(&f->text, "[]");
         if (result == 0) fields_end(f, index);
     }
+    Py_DECREF(messages);
     return index < 0 || result < 0 ? -1 : 0;
 }
 
@@ -624,24 +629,28 @@ static void side_free(Side *side) {
     Py_XDECREF(side->where);
 }
 
-/* {id(row.npu): id(row)} for the rows of a comparison that have a target parameter: ids, not
- * references, so that no row's count is written (the comparison holds the rows). */
-static PyObject *rows_by_param(PyObject *rows, PyObject *keep) {
+/* {id(row.npu): id(row)} for the rows of a comparison that have a target parameter: ids,
+ * which stay valid for the call because the caller's rows hold the rows and their params. */
+static PyObject *rows_by_param(PyObject *rows) {
     PyObject *by_param = PyDict_New();
     if (by_param == NULL || rows == Py_None) return by_param;
     PyObject *sequence = PySequence_Fast(rows, "comparison rows must be a sequence");
     if (sequence == NULL) goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
         PyObject *row = PySequence_Fast_GET_ITEM(sequence, i);
-        PyObject *npu = attribute(row, s_npu, keep);
+        PyObject *npu = attribute(row, s_npu);
         if (npu == NULL) goto error_sequence;
         if (npu != Py_None) {
             PyObject *key = PyLong_FromVoidPtr(npu), *value = PyLong_FromVoidPtr(row);
             int failed = key == NULL || value == NULL || PyDict_SetItem(by_param, key, value) < 0;
             Py_XDECREF(key);
             Py_XDECREF(value);
-            if (failed) goto error_sequence;
+            if (failed) {
+                Py_DECREF(npu);
+                goto error_sequence;
+            }
         }
+        Py_DECREF(npu);
     }
     Py_DECREF(sequence);
     return by_param;
@@ -650,6 +659,41 @@ error_sequence:
 error:
     Py_XDECREF(by_param);
     return NULL;
+}
+
+/* One parameter's fields, and its row's, added to its side. */
+static int render_param(Side sides[2], Fields *fields, PyObject *param, int mode, PyObject *by_param) {
+    ParamView view;
+    fields->count = 0;
+    fields->text.len = 0;
+    fields->has_extra = 0;
+    int failed = view_load(&view, param) < 0 || write_param(fields, &view, mode == MODE_MD5, param) < 0;
+    int scored = !failed && !view.is_null && mode != MODE_NONE;
+    view_release(&view);
+    if (failed) return -1;
+    if (scored) {
+        PyObject *id = PyLong_FromVoidPtr(param);
+        if (id == NULL) return -1;
+        PyObject *row_id = PyDict_GetItemWithError(by_param, id);
+        Py_DECREF(id);
+        if (row_id == NULL && PyErr_Occurred()) return -1;
+        if (row_id != NULL && write_comparison(fields, PyLong_AsVoidPtr(row_id), mode) < 0)
+            return -1;
+    }
+    PyObject *key = attribute(param, s_key);
+    if (key == NULL) return -1;
+    PyObject *role = attribute(param, s_role);
+    int result = -1;
+    if (role == NULL) {
+        /* the error is set */
+    } else if (!PyUnicode_Check(key)) {
+        PyErr_SetString(PyExc_TypeError, "Param.key must be str");
+    } else {
+        result = side_add(&sides[role == output_role], key, fields);
+    }
+    Py_DECREF(key);
+    Py_XDECREF(role);
+    return result;
 }
 
 static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
@@ -671,45 +715,20 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
     Side sides[2] = {{{0}}};
     Fields fields = {{0}};
     Buf prefix = {0};
-    PyObject *by_param = NULL, *sequence = NULL, *result = NULL, *keep = PyList_New(0);
-    if (keep == NULL) return NULL;
+    PyObject *by_param = NULL, *sequence = NULL, *result = NULL;
     for (int s = 0; s < 2; s++) {
         sides[s].keys = PyList_New(0);
         sides[s].where = PyDict_New();
         if (sides[s].keys == NULL || sides[s].where == NULL) goto done;
     }
     if (params != Py_None) {
-        by_param = rows_by_param(mode == MODE_NONE ? Py_None : rows, keep);
+        by_param = rows_by_param(mode == MODE_NONE ? Py_None : rows);
         if (by_param == NULL) goto done;
         sequence = PySequence_Fast(params, "params must be a sequence");
         if (sequence == NULL) goto done;
         for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
             PyObject *param = PySequence_Fast_GET_ITEM(sequence, i);
-            ParamView view;
-            fields.count = 0;
-            fields.text.len = 0;
-            fields.has_extra = 0;
-            int failed = view_load(&view, param, keep) < 0 ||
-                         write_param(&fields, &view, mode == MODE_MD5, param) < 0;
-            if (failed) goto done;
-            if (!view.is_null && mode != MODE_NONE) {
-                PyObject *id = PyLong_FromVoidPtr(param);
-                if (id == NULL) goto done;
-                PyObject *row_id = PyDict_GetItemWithError(by_param, id);
-                Py_DECREF(id);
-                if (row_id == NULL && PyErr_Occurred()) goto done;
-                if (row_id != NULL &&
-                    write_comparison(&fields, PyLong_AsVoidPtr(row_id), mode, keep) < 0)
-                    goto done;
-            }
-            PyObject *key = attribute(param, s_key, keep);
-            PyObject *role = key == NULL ? NULL : attribute(param, s_role, keep);
-            if (role == NULL) goto done;
-            if (!PyUnicode_Check(key)) {
-                PyErr_SetString(PyExc_TypeError, "Param.key must be str");
-                goto done;
-            }
-            if (side_add(&sides[role == output_role], key, &fields) < 0) goto done;
+            if (render_param(sides, &fields, param, mode, by_param) < 0) goto done;
         }
     }
     if (buf_escaped_str(&prefix, node_name) < 0 || buf_lit(&prefix, ".") < 0) goto done;
@@ -726,7 +745,6 @@ static PyObject *render_node(PyObject *module, PyObject *const *args, Py_ssize_t
 done:
     Py_XDECREF(sequence);
     Py_XDECREF(by_param);
-    Py_DECREF(keep);
     PyMem_Free(prefix.data);
     PyMem_Free(fields.text.data);
     PyMem_Free(fields.fields);
@@ -741,7 +759,13 @@ static PyObject *configure(PyObject *module, PyObject *args) {
                           &PyTuple_Type, &summary, &PyFrozenSet_Type, &relative, &PyTuple_Type,
                           &tensor))
         return NULL;
-#define KEEP(slot, value) Py_INCREF(value); Py_XSETREF(slot, value)
+#define KEEP(slot, value)          \
+    do {                           \
+        PyObject *old_ = (slot);   \
+        Py_INCREF(value);          \
+        (slot) = (value);          \
+        Py_XDECREF(old_);          \
+    } while (0)
     KEEP(output_role, role);
     KEEP(clean_string, clean);
     KEEP(scalar_md5, md5);
