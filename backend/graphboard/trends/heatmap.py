@@ -217,7 +217,7 @@ def _cells(
     golden = GraphKey(GOLDEN, *graph)
     if not db.has_graph(golden):
         return [(None, name) for _value, name in cells]
-    orders = stored.orders_of_names(db, golden, [node.name for node in firsts])
+    orders = db.orders_of_names(golden, [node.name for node in firsts])
     twins = [replace(node, order=orders[node.name]) for node in firsts if node.name in orders]
     golden_read = _read(db, golden, twins)
     differences: list[_Cell] = []
@@ -237,7 +237,7 @@ def _read(db: VisDb, key: GraphKey, nodes: Sequence[ModuleNode]) -> dict[int, di
     found: dict[int, dict[str, object]] = {}
     for pass_ in {node.pass_ for node in nodes}:
         orders = [node.order for node in nodes if node.pass_ is pass_]
-        found.update(stored.stored_dicts(db, key, orders, results_column(pass_)))
+        found.update(db.dicts_of(key, orders, results_column(pass_)))
     return found
 
 

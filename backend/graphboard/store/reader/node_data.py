@@ -7,6 +7,7 @@ stored ones wherever they are read, except :meth:`NodeData.stored_data`, which i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -128,3 +129,55 @@ class NodeData(NodeSummaries):
                 )
             )
         return nodes
+
+    def module_names(self, key: GraphKey, module: str | None = None) -> list[tuple[int, str]]:
+        """(node_order, name) of the graph's module nodes (``node_type`` 0 in both tools'
+        files), or with ``module`` of those named ``<module>.…``, found on msprobe's
+        (step, rank, data_source, node_name) index: no scan of the graph."""
+        query = "SELECT node_order, node_name FROM main.tb_nodes t" + BY_GRAPH
+        bound: tuple[object, ...] = (key.step, key.rank, key.side)
+        if module is not None:
+            # every name starting "<module>." sorts in [module + ".", module + "/")
+            query += " AND t.node_name >= ? AND t.node_name < ?"
+            bound += (module + ".", module + "/")
+        return [
+            (int(order), str(name))
+            for order, name in self.conn.execute(query + " AND t.node_type = '0'", bound)
+        ]
+
+    def dicts_of(
+        self, key: GraphKey, orders: Sequence[int], column: str
+    ) -> dict[int, dict[str, Any]]:
+        """``input_data`` or ``output_data`` (``column``) of the given nodes, by node_order,
+        a user's pairing's rescored dicts standing in for the build's as :meth:`node` shows."""
+        assert column in ("input_data", "output_data")  # the only names spliced into SQL
+        texts: dict[int, str | None] = {
+            int(order): text
+            for order, text in self.rows_in(
+                key,
+                f"SELECT t.node_order, t.{column} FROM main.tb_nodes t",
+                "node_order",
+                sorted({int(order) for order in orders}),
+            )
+        }
+        side = 0 if column == "input_data" else 1
+        for order, overlaid in self.manual_data(key).items():
+            if order in texts and overlaid[side]:
+                texts[order] = overlaid[side]
+        return {order: _dict_or_empty(json_or(text, {})) for order, text in texts.items()}
+
+    def orders_of_names(self, key: GraphKey, names: Sequence[str]) -> dict[str, int]:
+        """node_order of each named node the graph has (msprobe's name index)."""
+        return {
+            str(name): int(order)
+            for name, order in self.rows_in(
+                key,
+                "SELECT t.node_name, t.node_order FROM main.tb_nodes t",
+                "node_name",
+                sorted(set(names)),
+            )
+        }
+
+
+def _dict_or_empty(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -7,7 +7,7 @@ without loading every name of a big graph.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +57,8 @@ class Page:
 TB_SELECT = """SELECT t.node_name, t.up_node, t.node_type, t.node_order, t.micro_step_id,
     t.precision_index, t.overflow_level, t.modified FROM main.tb_nodes t"""
 BY_GRAPH = " WHERE t.step = ? AND t.rank = ? AND t.data_source = ?"
+_NAMES_SELECT = "SELECT t.node_order, t.node_name FROM main.tb_nodes t"
+_CHUNK = 500  # under SQLite's bound-parameter limit
 
 
 class NodeSummaries(MatchingOverlay):
@@ -87,18 +89,10 @@ class NodeSummaries(MatchingOverlay):
         if view.names_loaded or len(wanted) > 2000:
             names = view.names
             return {order: names[order] for order in wanted}
-        key = view.key
-        found: dict[int, str] = {}
-        for start in range(0, len(wanted), 500):  # stay under SQLite's bound-parameter limit
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            for order, name in self.conn.execute(
-                "SELECT node_order, node_name FROM tb_nodes WHERE step = ? AND rank = ? "
-                f"AND data_source = ? AND node_order IN ({marks})",
-                (key.step, key.rank, key.side, *chunk),
-            ):
-                found[int(order)] = str(name)
-        return found
+        return {
+            int(order): str(name)
+            for order, name in self.rows_in(view.key, _NAMES_SELECT, "node_order", wanted)
+        }
 
     def _summary(
         self,
@@ -149,13 +143,21 @@ class NodeSummaries(MatchingOverlay):
 
     def summaries_by_order(self, key: GraphKey, orders: Sequence[int]) -> list[NodeSummary]:
         """Summaries of nodes given by node_order, in the order given."""
-        rows: dict[int, Sequence[Any]] = {}
-        for start in range(0, len(orders), 500):  # stay under SQLite's bound-parameter limit
-            chunk = [int(order) for order in orders[start : start + 500]]
-            marks = ", ".join("?" * len(chunk))
-            for row in self.conn.execute(
-                TB_SELECT + BY_GRAPH + f" AND t.node_order IN ({marks})",
-                (key.step, key.rank, key.side, *chunk),
-            ):
-                rows[int(row[3])] = row
+        rows: dict[int, Sequence[Any]] = {
+            int(row[3]): row
+            for row in self.rows_in(key, TB_SELECT, "node_order", [int(order) for order in orders])
+        }
         return self._summaries_of_rows(key, [rows[order] for order in orders if order in rows])
+
+    def rows_in(
+        self, key: GraphKey, select: str, by: str, values: Sequence[object]
+    ) -> Iterator[Sequence[Any]]:
+        """Rows of ``select`` (a ``SELECT ... FROM main.tb_nodes t`` of the reader's own) of
+        the graph's nodes whose column ``by`` is one of ``values``, one query per chunk."""
+        for start in range(0, len(values), _CHUNK):
+            chunk = values[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            yield from self.conn.execute(
+                select + BY_GRAPH + f" AND t.{by} IN ({marks})",
+                (key.step, key.rank, key.side, *chunk),
+            )
