@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from graphboard.compare.result import DataMode
+from graphboard.compare.result import ERROR_FROM, WARNING_FROM, DataMode, Level
 
 PASS_COLOR = "#FFFCF3"
 WARNING_COLOR = "#FFDC7F"
@@ -34,9 +34,21 @@ def node_colors(mode: DataMode) -> dict[str, dict[str, Any]]:
     else:
         texts = (_STATISTICS_TEXT,) * 3
     return {
-        PASS_COLOR: {"value": [0, 0.3], "description": texts[0], "accuracy_level": "pass"},
-        WARNING_COLOR: {"value": [0.3, 0.6], "description": texts[1], "accuracy_level": "warning"},
-        ERROR_COLOR: {"value": [0.6, 1], "description": texts[2], "accuracy_level": "error"},
+        PASS_COLOR: {
+            "value": [0, WARNING_FROM],
+            "description": texts[0],
+            "accuracy_level": Level.PASS.label,
+        },
+        WARNING_COLOR: {
+            "value": [WARNING_FROM, ERROR_FROM],
+            "description": texts[1],
+            "accuracy_level": Level.WARNING.label,
+        },
+        ERROR_COLOR: {
+            "value": [ERROR_FROM, 1],
+            "description": texts[2],
+            "accuracy_level": Level.ERROR.label,
+        },
         **unmatched,
     }
 

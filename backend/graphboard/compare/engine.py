@@ -10,7 +10,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from graphboard.compare import metrics
-from graphboard.compare.result import DataMode, Level, NodeComparison, ParamRow
+from graphboard.compare.result import DataMode, NodeComparison, ParamRow
+from graphboard.compare.result import (
+    level_of_precision as level_of_precision,
+)  # store/reader.py's import
 from graphboard.compare.rules import apply_rules
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph, Node, NodeType
@@ -132,13 +135,3 @@ def settle_collections(target: Graph, mode: DataMode) -> None:
         collection.precision = max(
             (child.precision or 0 for child in collection.children), default=0
         )
-
-
-def level_of_precision(precision: float | None) -> Level | None:
-    if precision is None:
-        return None
-    if precision >= 0.6:
-        return Level.ERROR
-    if precision >= 0.3:
-        return Level.WARNING
-    return Level.PASS

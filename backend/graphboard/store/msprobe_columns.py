@@ -19,22 +19,30 @@ import secrets
 import sqlite3
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
-from graphboard.compare.engine import level_of_precision
-from graphboard.compare.result import Level
+from graphboard.compare.result import (
+    Level,
+    ScoredParam,
+    divergence_level,
+    level_of_label,
+    level_of_precision,
+)
 from graphboard.errors import StoreError
+from graphboard.graph.model import NodeType
 from graphboard.store import arrays, schema
+from graphboard.store.columns import graph_columns, graph_counts
+from graphboard.store.param_parse import shows_tensor
 
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2  # 2: API collections left out of the level counts
 _SUFFIX = ".sidecar.db"
 _build_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
 _build_locks_guard = threading.Lock()
-_LEVEL_OF_RESULT = {level.label: level for level in Level}
 
 
 def _path_key(source: Path) -> str:
@@ -119,23 +127,19 @@ def _counterpart_name(link: str | None) -> str | None:
 
 
 def introduced_level(level: int, input_data: dict[str, Any], output_data: dict[str, Any]) -> int:
-    """The level of a divergence that starts at a flagged node, read from the ``Result`` of
-    its stored rows: 0 unless every input tensor passed (as ``NodeComparison.introduced_level``).
-    A node without rows of its own (an API collection borrowing its children's index) has none."""
-    if level <= Level.PASS:
-        return 0
-    scored = False
-    for data, inputs in ((input_data, True), (output_data, False)):
+    """The level code of a divergence that starts at a node of level code ``level`` (-1 none),
+    judged from the ``Result`` of its stored dicts; 0 when none starts there."""
+    found = divergence_level(None if level < 0 else Level(level), _scored(input_data, output_data))
+    return 0 if found is None else int(found)
+
+
+def _scored(input_data: dict[str, Any], output_data: dict[str, Any]) -> Iterator[ScoredParam]:
+    """The scored parameters of a stored node: the dicts the compare gave a ``Result``."""
+    for data, is_input in ((input_data, True), (output_data, False)):
         for shown in data.values():
-            if not isinstance(shown, dict) or "Result" not in shown:
-                continue
-            scored = True
-            if not inputs or "value" in shown:
-                continue  # an output, or not a tensor
-            result = _LEVEL_OF_RESULT.get(str(shown["Result"]).lower(), Level.PASS)
-            if result is not Level.PASS:
-                return 0
-    return level if scored else 0
+            if isinstance(shown, dict) and "Result" in shown:
+                level = level_of_label(str(shown["Result"]))
+                yield ScoredParam(is_input, shows_tensor(shown), level or Level.PASS)
 
 
 class _Graph:
@@ -145,7 +149,7 @@ class _Graph:
         self.side, self.step, self.rank = side, step, rank
         rows = conn.execute(
             """SELECT node_order, node_name, up_node, precision_index, overflow_level,
-                      matched_node_link
+                      matched_node_link, node_type
                FROM tb_nodes WHERE step = ? AND rank = ? AND data_source = ? ORDER BY node_order""",
             (step, rank, side),
         ).fetchall()
@@ -160,38 +164,27 @@ class _Graph:
         self.precisions = [row[3] for row in rows]
         self.overflows = [row[4] for row in rows]
         self.links = [row[5] for row in rows]
+        # API collections: their level is their children's, counted through them
+        self.collections = np.fromiter(
+            (str(row[6]) == str(int(NodeType.API_COLLECTION)) for row in rows), bool, len(rows)
+        )
         self.order_of = {name: index for index, name in enumerate(self.names)}
 
 
 def _columns(
     conn: sqlite3.Connection, graph: _Graph, other: _Graph | None
 ) -> dict[str, np.ndarray[Any, Any]]:
-    count = len(graph.names)
-    parent = np.fromiter(
-        (graph.order_of.get(name, arrays.NONE) if name else arrays.NONE for name in graph.parents),
-        np.int32,
-        count,
-    )
-    columns = arrays.structure(parent)
-    level = np.full(count, arrays.NONE, np.int8)
-    overflow = np.zeros(count, np.int8)
-    matched = np.full(count, arrays.NONE if other is None else 0, np.int8)
-    counterpart = np.full(count, arrays.NONE, np.int32)
-    introduced = np.zeros(count, np.int8)
-    for index in range(count):
-        node_level = level_of_precision(graph.precisions[index])
-        if node_level is not None:
-            level[index] = node_level
-        code = arrays.OVERFLOW_CODES.get(graph.overflows[index] or "")
-        if code:
-            overflow[index] = code
-        if other is not None:
-            name = _counterpart_name(graph.links[index])
-            if name is not None:
-                matched[index] = 1
-                counterpart[index] = other.order_of.get(name, arrays.NONE)
-    for flagged in np.flatnonzero(level > Level.PASS):
-        index = int(flagged)
+    counterpart: list[int | None] | None = None
+    if other is not None:
+        names = (_counterpart_name(link) for link in graph.links)
+        counterpart = [
+            None if name is None else other.order_of.get(name, arrays.NONE) for name in names
+        ]
+    introduced: list[Level | None] = [None] * len(graph.names)
+    for index, precision in enumerate(graph.precisions):
+        level = level_of_precision(precision)
+        if level is None or level is Level.PASS:
+            continue  # nothing starts at a node that passes: its dicts need no reading
         found = conn.execute(
             "SELECT input_data, output_data FROM tb_nodes "
             "WHERE step = ? AND rank = ? AND data_source = ? AND node_name = ?",
@@ -199,24 +192,11 @@ def _columns(
         ).fetchone()
         input_data = orjson.loads(found[0]) if found and found[0] else {}
         output_data = orjson.loads(found[1]) if found and found[1] else {}
-        introduced[index] = introduced_level(int(level[index]), input_data, output_data)
-    columns.update(
-        level=level,
-        overflow=overflow,
-        matched=matched,
-        counterpart=counterpart,
-        introduced=introduced,
-    )
-    arrays.roll_up(columns, other is not None)
-    return columns
-
-
-def _first_introduced(graph: _Graph, introduced: np.ndarray[Any, Any]) -> str | None:
-    for level in (Level.ERROR, Level.WARNING):
-        found = np.flatnonzero(introduced == level)
-        if len(found):
-            return graph.names[int(found[0])]
-    return None
+        introduced[index] = divergence_level(level, _scored(input_data, output_data))
+    parent = [
+        graph.order_of.get(name, arrays.NONE) if name else arrays.NONE for name in graph.parents
+    ]
+    return graph_columns(parent, counterpart, graph.precisions, graph.overflows, introduced)
 
 
 def _build(source: sqlite3.Connection, temp: Path) -> None:
@@ -264,9 +244,8 @@ def _write_graph_row(
     task: str | None,
     config: Any,
 ) -> None:
-    count = len(graph.names)
-    matched = int((columns["matched"] == 1).sum())
-    levels = columns["level"]
+    counts = graph_counts(columns, graph.collections, compared)
+    first = counts.first_error
     sidecar.execute(
         "INSERT INTO gb_graphs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
@@ -278,14 +257,14 @@ def _write_graph_row(
             task,
             None,
             None,
-            count,
+            len(graph.names),
             int(config[2] or 1) if config is not None else 1,
-            matched if compared else None,
-            count - matched if compared else None,
-            int((levels == Level.PASS).sum()) if compared else None,
-            int((levels == Level.WARNING).sum()) if compared else None,
-            int((levels == Level.ERROR).sum()) if compared else None,
-            _first_introduced(graph, columns["introduced"]) if compared else None,
+            counts.matched,
+            counts.unmatched,
+            counts.by_level[Level.PASS],
+            counts.by_level[Level.WARNING],
+            counts.by_level[Level.ERROR],
+            graph.names[first] if first is not None else None,
             "[]",
             "[]",
             "[]",

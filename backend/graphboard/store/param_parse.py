@@ -108,6 +108,11 @@ def _shape(text: Any) -> tuple[Any, ...] | None:
     return (value,)
 
 
+def shows_tensor(shown: dict[str, Any]) -> bool:
+    """Whether a stored dict is a tensor's: a tensor shows dtype and shape, never a value."""
+    return "value" not in shown and ("dtype" in shown or "shape" in shown)
+
+
 def param_from_display(key: str, role: Role, shown: dict[str, Any]) -> Param:
     """One stored dict as the ``Param`` the builder scored (fields it did not keep stay None)."""
     if set(shown) == {"value"} and shown.get("value") == "null":
@@ -127,7 +132,7 @@ def param_from_display(key: str, role: Role, shown: dict[str, Any]) -> Param:
         if name not in LEAF_FIELDS and name not in COMPARISON_FIELDS
     }
     param.extra = extra or None
-    if "value" not in shown and ("dtype" in shown or "shape" in shown):
+    if shows_tensor(shown):
         param.is_tensor = True
         param.dtype = shown.get("dtype")
         param.shape = _shape(shown.get("shape"))
