@@ -22,7 +22,6 @@ if TYPE_CHECKING:  # the server's settings load only for serve and demo
 
 
 def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.set_defaults(one_shot=False)  # graph_build_command sets it: see BuildOptions.one_shot
     parser.add_argument(
         "-tp", "--target_path", required=True, help="target dump (the -tp side, shown as NPU)"
     )
@@ -90,7 +89,7 @@ def _progress_log(fraction: float, _message: str) -> None:
 
 
 def _run_build(args: argparse.Namespace) -> int:
-    from graphboard.pipeline import BuildOptions, run_build
+    from graphboard.build import BuildOptions, run_build
 
     if args.rank_size or args.tp or args.pp or args.vpp or args.order:
         raise GraphboardError(
@@ -119,7 +118,6 @@ def _run_build(args: argparse.Namespace) -> int:
         workers=args.workers,
         output_name=args.name,
         command=sys.argv,
-        one_shot=args.one_shot,
     )
     progress: ProgressCallback
     if args.is_print_progress_log:
@@ -224,7 +222,7 @@ def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse
             return exit_status(interrupt)
 
 
-def graph_build_main(argv: Sequence[str] | None = None, one_shot: bool = False) -> int:
+def graph_build_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="graph_build",
         description="Build a .vis.db from one msprobe dump, or compare a target dump with a golden one.",
@@ -232,17 +230,16 @@ def graph_build_main(argv: Sequence[str] | None = None, one_shot: bool = False) 
     )
     parser.add_argument("--version", action="version", version=f"graphboard {__version__}")
     _add_build_arguments(parser)
-    parser.set_defaults(one_shot=one_shot)
     return _guarded("graph_build", _run_build, parser.parse_args(argv))
 
 
 def graph_build_command() -> NoReturn:
     """The graph_build console script: graph_build_main for a process that ends with it.
 
-    It exits without the interpreter's teardown, which would free the build's graphs object
-    by object (seconds for a million nodes) only for the process to end anyway.
+    It exits without the interpreter's teardown, which would free every module's objects one
+    by one only for the process to end anyway.
     """
-    code = graph_build_main(one_shot=True)
+    code = graph_build_main()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dumpmaker import RankDump, record, tensor
-from graphboard.pipeline import BuildOptions, run_build
+from graphboard.build import BuildOptions, run_build
 
 INPUT = np.linspace(0.5, 2.0, 6, dtype=np.float32).reshape(2, 3)
 CELL = "Cell.net.Net.forward.0"

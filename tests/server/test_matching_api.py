@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from served_files import BuildFn, Q, fixture_path, reference_db
 
-from graphboard.pipeline import BuildOptions, run_build
+from graphboard.build import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.store.msprobe_columns import sidecar_path

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.errors import StoreError
-from graphboard.pipeline import BuildOptions, plan_build, process_task
 from graphboard.accel import _btree
+from graphboard.build import BuildOptions, plan_build, run_task
+from graphboard.errors import StoreError
 from graphboard.store import schema
 from graphboard.store.part_file import PartFile, encode_nodes
 from part_rows import node_row
@@ -129,7 +129,7 @@ def test_a_compare_part_is_the_rows_sqlite_would_index_the_same_way(tmp_path: Pa
     root = fixture_path("layer-mapping")
     options = BuildOptions(target=root / "target", golden=root / "golden", output_dir=tmp_path)
     part = tmp_path / "part.db"
-    process_task(plan_build(options).tasks[0], options, part)
+    run_task(plan_build(options).tasks[0], options, part)
     with sqlite3.connect(part) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         rows = conn.execute("SELECT * FROM tb_nodes ORDER BY rowid").fetchall()

@@ -19,6 +19,7 @@ from graphboard.store import arrays, writer
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.msprobe_columns import _build as derive_sidecar
 from graphboard.store.name_index import NameIndex
+from graphboard.store.part_file import PartFile
 from graphboard.store.reader import Source, compile_search_regex, open_vis_db, required_literal
 
 BuildFn = Callable[..., Path]
@@ -155,7 +156,7 @@ def _wide_graph(children: int) -> Graph:
 
 def test_a_node_with_100000_children_pages_by_keyset(tmp_path: Path) -> None:
     path = tmp_path / "wide.vis.db"
-    part = writer.open_part(path, in_background=False)
+    part = PartFile(path)
     writer.write_graphs(part, [(_wide_graph(100_000), None)], None)
     part.close()
     conn = writer.open_db(path)

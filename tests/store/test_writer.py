@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import graphboard
+import graphboard.build.plan as build_plan
 import graphboard.distributed
-import graphboard.pipeline as pipeline
 from dumpmaker import (
     BuildFn,
     assert_nothing_written,
@@ -25,8 +25,8 @@ from dumpmaker import (
     tiny_model,
     write_dump_root,
 )
+from graphboard.build import BuildOptions, BuildResult, run_build
 from graphboard.errors import DumpError, GraphboardError, StoreError
-from graphboard.pipeline import BuildOptions, BuildResult, run_build
 from graphboard.store import schema, writer
 
 MSPROBE_TABLES = ("tb_nodes", "tb_stack", "tb_config")
@@ -56,7 +56,7 @@ def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
         def now(cls, tz: Any = None) -> FixedDatetime:
             return cls.fromtimestamp(FIXED_NOW.timestamp(), tz)
 
-    monkeypatch.setattr(pipeline, "datetime", FixedDatetime)
+    monkeypatch.setattr(build_plan, "datetime", FixedDatetime)
 
 
 # --- write protocol ---------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def test_an_interrupted_build_leaves_nothing_behind(
     def interrupt(*_args: Any, **_kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    # the last stage of a build, imported by the pipeline when it gets there
+    # the last stage of a build, imported by build/finish.py when it gets there
     monkeypatch.setattr(graphboard.distributed, "link_ranks", interrupt)
     tiny_model().write(tmp_path / "rank0")
     out = output_folder(tmp_path)

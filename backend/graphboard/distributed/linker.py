@@ -14,7 +14,6 @@ from graphboard.distributed.context import PairingContext, StepKey
 from graphboard.distributed.model import CommNode, LinkSummary
 from graphboard.distributed.p2p import link_p2p
 from graphboard.distributed.tables import build_tables
-from graphboard.gcpause import collector_paused
 from graphboard.store.links import write_links
 from graphboard.topology import build_topologies, topology_tables
 
@@ -41,16 +40,6 @@ def link_ranks(
     ``dumped`` lists every built (side, step, rank), so that a rank without communication
     nodes still counts as present; without it, the ranks holding communication nodes are.
     """
-    with collector_paused():
-        return _link(conn, nodes, overflow_check, dumped)
-
-
-def _link(
-    conn: sqlite3.Connection,
-    nodes: Sequence[CommNode],
-    overflow_check: bool,
-    dumped: Iterable[tuple[str, int, int]] | None,
-) -> LinkSummary:
     clock = _Stages()
     present = dumped_ranks(nodes, dumped)
     # timsort is linear on the per-rank runs the pipeline hands over already in order

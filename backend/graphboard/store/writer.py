@@ -1,18 +1,14 @@
-"""Write graphs into a .vis.db: a temp file beside the target, renamed only when complete.
+"""What a .vis.db holds, as rows: a graph's tb_nodes rows and stacks, graphboard's summaries
+(gb_graphs, gb_arrays), tb_config and gb_meta; and the merge of task parts into one file.
 
 Each task writes a *part* file of its own (store/part_file.py: tb_nodes in bulk, no lock
-contention between workers); a lone task's part is the whole file, else the parent copies
-the parts into the final file with ``INSERT ... SELECT`` and renames it. A lone task's part is
-written by a second process (``open_part``, store/insert_process.py), which in a compare
-also formats the golden rows on its own, ahead of the match.
+contention between workers); a lone task's part is the whole file, else the parts are copied
+into the final file with ``INSERT ... SELECT`` (build/finish.py).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
-import secrets
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,14 +18,10 @@ from typing import Any
 
 import orjson
 
-from graphboard.compare.engine import level_of_precision
-from graphboard.compare.result import DataMode, Level, NodeComparison
-from graphboard.compare.rollup import first_introduced_error
-from graphboard.graph.model import Graph, Node
+from graphboard.compare.result import DataMode, Level
+from graphboard.graph.model import Graph, Node, NodeType
 from graphboard.store import schema
 from graphboard.store.display import node_display_json
-from graphboard.store.insert_process import FirstJob, InsertProcess, can_fork
-from graphboard.store.part_file import PartFile, encode_nodes
 from graphboard.store.part_file import open_db as open_db  # the pipeline opens parts with it
 from graphboard.store.statements import NodeWriter, Statements
 
@@ -38,40 +30,11 @@ def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def temp_path_for(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-
-
 def open_new_db(path: Path) -> sqlite3.Connection:
     """A fresh database for merging parts into (indexed at the end: ``finalize``)."""
     conn = open_db(path)
     schema.create_tables(conn)
     return conn
-
-
-def open_part(
-    path: Path,
-    in_background: bool,
-    first_job: FirstJob | None = None,
-    indexed: bool = True,
-) -> NodeWriter:
-    """A new part file for one task's graphs (``indexed``: with msprobe's indexes, when it
-    will be the whole file): written by a second process when asked (and when this process
-    may fork), which starts with ``first_job``; else by this one, and the job is not done.
-    ``close`` it when done, or ``abandon`` it on an error and remove the file."""
-    if in_background and can_fork():
-        return InsertProcess(
-            path, functools.partial(PartFile, indexed=indexed), first_job, encode_nodes
-        )
-    return PartFile(path, indexed)
-
-
-def abandon(part: NodeWriter) -> None:
-    """Stop writing a part that an error made useless (the caller removes the file)."""
-    if isinstance(part, InsertProcess):
-        part.abort()
-    elif isinstance(part, PartFile):
-        part.abandon()
 
 
 @dataclass(slots=True)
@@ -101,25 +64,11 @@ def _link_path(node: Node) -> str:
     return _json(names)
 
 
-def _same_path(node: Node, other: Node) -> bool:
-    """Whether two nodes' matched_node_link paths are equal, without building them."""
-    a: Node | None = node
-    b: Node | None = other
-    while a is not None and b is not None:
-        if a.name != b.name:
-            return False
-        a, b = a.parent, b.parent
-    return a is None and b is None
-
-
 class Links(Enum):
     """What a graph's rows put in matched_node_link."""
 
     NONE = "none"  # a build: no counterpart
     MATCHED = "matched"  # the path of the matched node, "[]" when unmatched
-    # Written before the match is known (a compare's golden rows, by the inserting process):
-    # the node's own path, which a default match keeps; correct_links fixes the rest.
-    PRESUMED = "presumed"
 
 
 @dataclass(slots=True)
@@ -157,17 +106,14 @@ def _prepare(graph: Graph, links: Links, mode: DataMode | None) -> PreparedRows:
     )
 
 
-def _node_rows(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
+def _rows_of(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
     graph = context.graph
     graph_id = context.graph_id
     for node in nodes:
         inputs, outputs = node_display_json(node.params, node.name, context.mode, node.comparison)
         link = "[]"
-        if context.links is Links.MATCHED:
-            if node.match is not None:
-                link = _link_path(node.match)
-        elif context.links is Links.PRESUMED:
-            link = _link_path(node)
+        if context.links is Links.MATCHED and node.match is not None:
+            link = _link_path(node.match)
         yield (
             f"{graph_id}_{node.name}",
             graph_id,
@@ -195,43 +141,18 @@ def _node_rows(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[A
 
 
 def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str, Any]:
-    """The per-node columns of gb_arrays (roll-ups are derived from these by arrays.roll_up)."""
-    import numpy as np  # see write_summaries
+    """The gb_arrays columns of a graph, from its nodes' own facts (store/columns.py)."""
+    from graphboard.store import arrays, columns  # numpy: see write_summaries
 
-    from graphboard.store import arrays
-
-    count = len(ordered)
-    parent = np.full(count, arrays.NONE, np.int32)
-    matched = np.full(count, arrays.NONE if not compared else 0, np.int8)
-    counterpart = np.full(count, arrays.NONE, np.int32)
-    level = np.full(count, arrays.NONE, np.int8)
-    introduced = np.zeros(count, np.int8)
-    overflow = np.zeros(count, np.int8)
-    for index, node in enumerate(ordered):
-        if node.parent is not None:
-            parent[index] = node.parent.order
-        if node.match is not None:
-            matched[index] = 1
-            counterpart[index] = node.match.order
-        node_level = level_of_precision(node.precision)
-        if node_level is not None:
-            level[index] = node_level
-        comparison: NodeComparison | None = node.comparison
-        introduced_level = comparison.introduced_level if comparison is not None else None
-        if introduced_level is not None:
-            introduced[index] = introduced_level
-        if node.overflow:
-            overflow[index] = arrays.OVERFLOW_CODES[node.overflow]
-    columns = arrays.structure(parent)
-    columns.update(
-        matched=matched,
-        counterpart=counterpart,
-        level=level,
-        introduced=introduced,
-        overflow=overflow,
+    return columns.graph_columns(
+        [arrays.NONE if node.parent is None else node.parent.order for node in ordered],
+        [None if node.match is None else node.match.order for node in ordered]
+        if compared
+        else None,
+        [node.precision for node in ordered],
+        [node.overflow for node in ordered],
+        [None if node.comparison is None else node.comparison.introduced_level for node in ordered],
     )
-    arrays.roll_up(columns, compared)
-    return columns
 
 
 def write_graph(
@@ -240,15 +161,6 @@ def write_graph(
     """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare."""
     rows = prepare_rows(graph, counterpart, mode)
     write_nodes(conn, rows, row_order(graph))
-    write_stacks(conn, rows)
-
-
-def write_graph_ahead_of_match(conn: NodeWriter, graph: Graph, mode: DataMode) -> None:
-    """Format a compare's golden graph's rows before it is matched: each row's
-    matched_node_link presumes the target has a node at the same path. The part holds the
-    rows until ``correct_links`` has fixed the others."""
-    rows = _prepare(graph, Links.PRESUMED, mode)
-    write_nodes(conn, rows, row_order(graph), provisional=True)
     write_stacks(conn, rows)
 
 
@@ -263,30 +175,18 @@ def prepare_rows(graph: Graph, counterpart: Graph | None, mode: DataMode | None)
     return _prepare(graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
 
 
-def write_nodes(
-    conn: NodeWriter, rows: PreparedRows, names: list[str], provisional: bool = False
-) -> None:
-    """The tb_nodes rows of the nodes ``names``, in that order."""
+def node_rows(rows: PreparedRows, names: list[str]) -> Iterator[tuple[Any, ...]]:
+    """The tb_nodes rows of the nodes ``names``, in that order, formatted as they are taken."""
     nodes = rows.graph.nodes
-    conn.insert_nodes(_node_rows(rows, (nodes[name] for name in names)), provisional)
+    return _rows_of(rows, (nodes[name] for name in names))
+
+
+def write_nodes(conn: NodeWriter, rows: PreparedRows, names: list[str]) -> None:
+    conn.insert_nodes(node_rows(rows, names))
 
 
 def write_stacks(conn: NodeWriter, rows: PreparedRows) -> None:
     conn.executemany(_STACK_INSERT, rows.stack_rows)
-
-
-def correct_links(conn: NodeWriter, graph: Graph) -> int:
-    """Fix the rows of a graph written ahead of its match whose match is not at their own
-    path (unmatched, or paired across names by -fm / -lm); returns how many."""
-    graph_id = graph.graph_id
-    corrections: list[tuple[str, str]] = []
-    for name, node in graph.nodes.items():
-        if node.match is None:
-            corrections.append(("[]", f"{graph_id}_{name}"))
-        elif not _same_path(node, node.match):
-            corrections.append((_link_path(node.match), f"{graph_id}_{name}"))
-    conn.correct_node_links(corrections)
-    return len(corrections)
 
 
 _STACK_INSERT = "INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)"
@@ -313,23 +213,14 @@ def write_graphs(
 
 
 def _write_graph_summary(conn: Statements, graph: Graph, compared: bool) -> None:
-    from graphboard.store import arrays  # see write_summaries
+    from graphboard.store import arrays, columns  # see write_summaries
 
     ordered = graph.ordered()
-    arrays.write(
-        conn,
-        graph.graph_id,
-        (node.name for node in ordered),
-        _node_columns(graph, ordered, compared),
-    )
-    counts = {Level.PASS: 0, Level.WARNING: 0, Level.ERROR: 0}
-    matched = 0
-    for node in graph.nodes.values():
-        if node.match is not None:
-            matched += 1
-        if node.comparison is not None and node.comparison.level is not None:
-            counts[node.comparison.level] += 1
-    first_error = first_introduced_error(graph) if compared else None
+    stored = _node_columns(graph, ordered, compared)
+    arrays.write(conn, graph.graph_id, (node.name for node in ordered), stored)
+    collections = [node.type is NodeType.API_COLLECTION for node in ordered]
+    counts = columns.graph_counts(stored, collections, compared)
+    first = counts.first_error
     conn.execute(
         "INSERT INTO gb_graphs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
@@ -343,12 +234,12 @@ def _write_graph_summary(conn: Statements, graph: Graph, compared: bool) -> None
             graph.framework,
             len(graph.nodes),
             graph.micro_steps,
-            matched if compared else None,
-            len(graph.nodes) - matched if compared else None,
-            counts[Level.PASS] if compared else None,
-            counts[Level.WARNING] if compared else None,
-            counts[Level.ERROR] if compared else None,
-            first_error.name if first_error is not None else None,
+            counts.matched,
+            counts.unmatched,
+            counts.by_level[Level.PASS],
+            counts.by_level[Level.WARNING],
+            counts.by_level[Level.ERROR],
+            ordered[first].name if first is not None else None,
             _json(graph.orphans),
             _json(graph.rescued_grads),
             _json(graph.warnings),

@@ -3,13 +3,13 @@
     run_job(job)            claim; plan_build; one task -> build it here, done.
         │                   n tasks -> record n expected parts, send n build_part messages
         ▼
-    build_part(job, i) × n  process_task(tasks[i]) -> part file + its TaskResult; count the
+    build_part(job, i) × n  run_task(tasks[i]) -> part file + its TaskResult; count the
         │                   part once in job_parts; the one that completes the count claims
         ▼                   the merge (a conditional UPDATE: exactly one wins) and sends it
     merge_parts(job)        finish_build: merge parts in task order, link ranks, index,
                             rename into place; job done
 
-These are the pipeline's own stages (:func:`plan_build`, :func:`process_task`,
+These are the pipeline's own stages (:func:`plan_build`, :func:`run_task`,
 :func:`finish_build`), so a fanned-out build writes the same file as ``graph_build``.
 Every worker plans again from the job's folders (planning only lists folders, and gives the
 same tasks in the same order), so messages carry nothing but the job id and a task index.
@@ -32,8 +32,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from graphboard.build import BuildPlan, TaskResult, finish_build, plan_build, run_task
 from graphboard.errors import GraphboardError
-from graphboard.pipeline import BuildPlan, TaskResult, finish_build, plan_build, process_task
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
@@ -135,7 +135,7 @@ def build_part(
             raise GraphboardError(f"the dump changed: part {index} is no longer in its plan")
         task = plan.tasks[index]
         part.unlink(missing_ok=True)  # a redelivered message starts the part afresh
-        result = process_task(task, plan.options, part)
+        result = run_task(task, plan.options, part)
         temp.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(temp, result_file)
     except BaseException as error:

@@ -1,0 +1,118 @@
+"""The stages of one task, in order: read, hierarchy, overflow, match, score, rows, sink.
+
+Each is a function of typed inputs to typed outputs that a test can call alone; task.py runs
+them in sequence for one (step, rank). None holds state between calls, forks, or changes how
+the interpreter runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from graphboard.build.options import BuildOptions, Task
+from graphboard.compare.engine import compare_graphs
+from graphboard.compare.layer_mapping import LayerMapping
+from graphboard.compare.matching import match_graphs
+from graphboard.compare.modes import common_mode
+from graphboard.compare.result import DataMode
+from graphboard.dump.layout import RankDir
+from graphboard.graph.builder import DumpRecords, build_graph, read_records
+from graphboard.graph.model import BENCH, NPU, Graph
+from graphboard.overflow import check_overflow
+from graphboard.store import writer
+from graphboard.store.statements import NodeWriter
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a task: its rank folder, and the label msprobe's format gives its rows."""
+
+    dump: RankDir
+    label: str  # graph.model.NPU for the target, BENCH for the golden
+    step: int
+    rank: int
+
+    @classmethod
+    def target_of(cls, task: Task) -> Side:
+        return cls(task.target, NPU, task.step, task.rank)
+
+    @classmethod
+    def golden_of(cls, task: Task) -> Side | None:
+        return None if task.golden is None else cls(task.golden, BENCH, task.step, task.rank)
+
+
+def read(side: Side) -> DumpRecords:
+    """dump.json parsed into parameters per record."""
+    return read_records(side.dump)
+
+
+def hierarchy(side: Side, records: DumpRecords) -> Graph:
+    """The side's module hierarchy (construct.json, stack.json) with its records attached."""
+    graph = build_graph(side.dump, side.label, records)
+    graph.step, graph.rank = side.step, side.rank
+    return graph
+
+
+def overflow(graph: Graph) -> None:
+    """Mark each node's overflow level (-oc)."""
+    check_overflow(graph)
+
+
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """What the match stage found: the data mode both sides share, and how many nodes paired."""
+
+    mode: DataMode
+    counts: dict[str, int]
+
+
+def match(target: Graph, golden: Graph, options: BuildOptions) -> Matched:
+    """Pair target and golden nodes (default, -fm or -lm), setting each node's ``match``."""
+    mode = common_mode(target, golden, layer_mapping=bool(options.layer_mapping))
+    mapping: LayerMapping | None = None
+    if isinstance(options.layer_mapping, Path):
+        mapping = LayerMapping.load(options.layer_mapping)
+    elif options.layer_mapping:
+        mapping = LayerMapping()
+    stats = match_graphs(target, golden, options.match_mode, mapping)
+    return Matched(
+        mode,
+        {
+            "target_matched": stats.target_matched,
+            "target_unmatched": stats.target_unmatched,
+            "golden_matched": stats.golden_matched,
+            "golden_unmatched": stats.golden_unmatched,
+        },
+    )
+
+
+def score(target: Graph, golden: Graph, mode: DataMode) -> None:
+    """Score every matched target node against its golden partner (pass / warning / error)."""
+    compare_graphs(target, golden, mode)
+
+
+@dataclass(slots=True)
+class GraphRows:
+    """One graph's tb_nodes rows and stacks, formatted as they are taken (a million-node
+    graph's rows are never all in memory at once)."""
+
+    prepared: writer.PreparedRows
+    names: list[str]  # in row (id) order
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return writer.node_rows(self.prepared, self.names)
+
+
+def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRows:
+    """``graph``'s rows: msprobe's columns, with ``partner`` (the other side, in a compare)
+    giving matched_node_link."""
+    return GraphRows(writer.prepare_rows(graph, partner, mode), writer.row_order(graph))
+
+
+def sink(part: NodeWriter, graph_rows: GraphRows) -> None:
+    """Write a graph's rows and stacks into the task's part file."""
+    part.insert_nodes(graph_rows)
+    writer.write_stacks(part, graph_rows.prepared)
