@@ -79,6 +79,11 @@ def _compiled_path_exists() -> None:
         pytest.skip("no compiled part is built here: the compiled path is the pure path")
 
 
+def test_every_shared_fixture_is_a_case() -> None:
+    used = {part[0] for args in FIXTURE_CASES.values() for part in args if isinstance(part, tuple)}
+    assert used == {path.name for path in fixture_path().iterdir() if path.is_dir()}
+
+
 @pytest.mark.parametrize("case", list(FIXTURE_CASES))
 def test_a_fixture_builds_the_same_file_pure_and_compiled(case: str, tmp_path: Path) -> None:
     pure, compiled = build_both(_arguments(case), tmp_path)
