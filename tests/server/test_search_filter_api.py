@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from served_files import Q
 
-from graphboard.compare.engine import level_of_precision
+from graphboard.compare.result import level_of_precision
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 

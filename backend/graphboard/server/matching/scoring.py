@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from graphboard.compare.engine import compare_pair, level_of_precision
-from graphboard.compare.result import DataMode
+from graphboard.compare.engine import compare_pair
+from graphboard.compare.result import DataMode, level_of_precision
 from graphboard.dump.records import Param
 from graphboard.graph.model import Node, NodeType
 from graphboard.server.matching.outcome import MatchFailure, ScoredPair
