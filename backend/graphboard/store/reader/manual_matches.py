@@ -31,8 +31,8 @@ class ManualMatches(OpenFile):
         """One write transaction, committed if the block succeeds, rolled back if not;
         WriteRefused when the file cannot be locked for writing."""
         derived = self.ensure_derived()  # before the write changes the file's stamp
-        matches.create_tables(self.conn)
         try:
+            matches.create_tables(self.conn)  # a write too: the first match of a file
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
             raise WriteRefused(f"{self.path.name}: cannot write: {error}") from None
