@@ -14,8 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from graphboard.compare.engine import level_of_precision
-from graphboard.compare.result import Level
+from graphboard.compare.result import Level, level_of_precision
 from graphboard.errors import StoreError
 from graphboard.store import arrays, matches, msprobe_columns
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
