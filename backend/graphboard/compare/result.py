@@ -95,14 +95,11 @@ class NodeComparison:
     level: Level | None  # None when the node has no rows to score
     extra_npu: list[str] = field(default_factory=list)  # target parameters with no golden twin
     extra_bench: list[str] = field(default_factory=list)
-    # The level of a divergence that starts here, or None: derived from the rows when there
-    # are rows (``starts_here``). Given only for an outcome without its rows, as a process
-    # receives it from the helper that scored the node (pipeline.py).
-    introduced_level: Level | None = None
+    # The level of a divergence that starts here, or None (``starts_here``).
+    introduced_level: Level | None = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.rows:
-            self.introduced_level = starts_here(self.rows, self.level)
+        self.introduced_level = starts_here(self.rows, self.level)
 
     @property
     def precision_index(self) -> float | None:
