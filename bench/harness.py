@@ -109,9 +109,18 @@ class Run:
     peak_rss_mb: float
 
 
-def timed(command: Sequence[str], cwd: Path | None = None) -> Run:
+def timed(
+    command: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Run:
+    """One run of ``command`` (with ``env`` added to this process's environment)."""
     started = time.perf_counter()
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env} if env else None,
+    )
     assert process.stderr is not None
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
