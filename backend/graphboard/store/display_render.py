@@ -38,7 +38,7 @@ from graphboard.compare.metrics import (
     UNSUPPORTED,
     md5_of,
 )
-from graphboard.compare.result import ParamRow
+from graphboard.compare.result import Level, ParamRow
 from graphboard.dump.records import Param, Role
 
 # The renderer's mode codes (display.py maps DataMode to them).
@@ -76,10 +76,13 @@ def _cleaned(value: str) -> str:
     return text
 
 
+_repr = float.__repr__
+
+
 def show(value: Any) -> str:
     """One value as msprobe shows it: floats as repr, None as null, strings cleaned, else str()."""
     if value.__class__ is float:
-        return float.__repr__(value)
+        return _repr(value)
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -112,30 +115,31 @@ def _text(value: Any) -> str:
 def _percent(fraction: float) -> str:
     """A relative error as msprobe shows it: more than 6 decimals rounded to 6."""
     percent = fraction * 100
-    text = float.__repr__(percent)
+    text = _repr(percent)
     point = text.find(".")
-    if point < 0 or "e" in text or len(text) - point - 1 <= 6 or text[0] == "-":
+    if point < 0 or len(text) - point <= 7 or text[0] == "-" or "e" in text:
         return text + "%"
     return f"{percent:.6f}%"
 
 
 # A tensor's requires_grad is looked up (so 1 shows as True, as msprobe's own dict does).
 _FLAGS: dict[Any, str] = {True: "True", False: "False", None: "null"}
-_RELATIVE = frozenset(RELATIVE_METRIC_NAMES)
+# (name, shown as a percentage) of each statistics-mode metric, in msprobe's order
+_SUMMARY_FORMATS = tuple((name, name in RELATIVE_METRIC_NAMES) for name in SUMMARY_METRIC_NAMES)
+_LABELS = {level: level.label for level in Level}  # a property: asked once per level
 
 
 def _tensor_fields(param: Param, md5_mode: bool) -> dict[str, str]:
-    stats = (param.max, param.min, param.mean, param.norm)
-    shown = [float.__repr__(v) if v.__class__ is float else show(v) for v in stats]
+    maximum, minimum, mean, norm = param.max, param.min, param.mean, param.norm
     flag = param.requires_grad
     fields = {
         "type": show(param.type),
         "dtype": show(param.dtype),
         "shape": show_shape(param.shape),
-        "Max": shown[0],
-        "Min": shown[1],
-        "Mean": shown[2],
-        "Norm": shown[3],
+        "Max": _repr(maximum) if maximum.__class__ is float else show(maximum),
+        "Min": _repr(minimum) if minimum.__class__ is float else show(minimum),
+        "Mean": _repr(mean) if mean.__class__ is float else show(mean),
+        "Norm": _repr(norm) if norm.__class__ is float else show(norm),
         "requires_grad": _FLAGS[flag] if flag in _FLAGS else show(flag),
     }
     if md5_mode and param.md5 is not None:
@@ -193,17 +197,19 @@ def _add_row(fields: dict[str, str], row: ParamRow, mode: int) -> None:
     if not isinstance(metrics, dict):
         raise TypeError("ParamRow.metrics must be a dict")
     if mode == MODE_SUMMARY:
-        for name in SUMMARY_METRIC_NAMES:
-            value = metrics.get(name, NA)
-            if value.__class__ is float:
-                fields[name] = _percent(value) if name in _RELATIVE else float.__repr__(value)
-            else:
+        get = metrics.get
+        for name, relative in _SUMMARY_FORMATS:
+            value = get(name, NA)
+            if value.__class__ is not float:
                 fields[name] = show(value)
+            else:
+                fields[name] = _percent(value) if relative else _repr(value)
     elif mode == MODE_TENSOR:
         for name in TENSOR_METRIC_NAMES:
             fields[name] = show(metrics.get(name, UNSUPPORTED))
     consistent = "True" if row.requires_grad_consistent else "False"
-    label = row.level.label
+    level = row.level
+    label = _LABELS.get(level) or level.label
     if mode == MODE_MD5:  # msprobe's order differs between the modes
         fields["Result"] = label
         fields["Requires_grad Consistent"] = consistent
