@@ -11,9 +11,6 @@ from collections.abc import Iterable
 
 from graphboard.compare import metrics
 from graphboard.compare.result import DataMode, NodeComparison, ParamRow
-from graphboard.compare.result import (
-    level_of_precision as level_of_precision,
-)  # store/reader.py's import
 from graphboard.compare.rules import apply_rules
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph, Node, NodeType
