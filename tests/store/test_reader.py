@@ -1,5 +1,5 @@
-"""The reader: msprobe-style derivation agrees with the builder, stored rows re-score to the
-stored verdicts, wide nodes page by keyset, name search counts exactly."""
+"""The reader: stored rows re-score to the stored verdicts (the derived columns: test_columns),
+wide nodes page by keyset, name search counts exactly."""
 
 from __future__ import annotations
 
@@ -9,70 +9,18 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from graphboard.compare.engine import compare_pair
 from graphboard.compare.result import DataMode
 from graphboard.graph.model import ROOT_NAME, Graph, Node, NodeType, node_type_of
-from graphboard.store import arrays, writer
+from graphboard.store import writer
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.msprobe_columns import _build as derive_sidecar
 from graphboard.store.name_index import NameIndex
 from graphboard.store.part_file import PartFile
 from graphboard.store.reader import Source, compile_search_regex, open_vis_db, required_literal
 
 BuildFn = Callable[..., Path]
-CASES = [
-    ("convnet-stats", {"overflow_check": True}),
-    ("convnet-md5", {}),
-    ("convnet-tensor", {}),
-    ("layer-mapping", {}),
-    ("convnet-ddp2", {}),
-]
-# Columns the builder computes from its own comparison; the sidecar reads them back.
-DERIVED = (
-    "parent",
-    "exec_order",
-    "depth",
-    "child_count",
-    "level",
-    "matched",
-    "counterpart",
-    "overflow",
-)
-ROLLUPS = (
-    "worst_level",
-    "worst_node",
-    "error_leaves",
-    "warning_leaves",
-    "unmatched_leaves",
-    "worst_overflow",
-    "overflow_leaves",
-)
-
-
-@pytest.mark.parametrize(("case", "flags"), CASES)
-def test_columns_derived_from_tb_nodes_equal_the_builders(
-    built: BuildFn, tmp_path: Path, case: str, flags: dict[str, object]
-) -> None:
-    """What a sidecar derives for an msprobe file, derived from one of ours, is what we stored."""
-    path = built(case, **flags)
-    derived = tmp_path / "derived.db"
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as source:
-        derive_sidecar(source, derived)
-        graph_ids = [row[0] for row in source.execute("SELECT graph_id FROM gb_graphs")]
-    with (
-        sqlite3.connect(f"file:{path}?mode=ro", uri=True) as stored_conn,
-        sqlite3.connect(derived) as derived_conn,
-    ):
-        for graph_id in graph_ids:
-            stored = arrays.read(stored_conn, graph_id)
-            again = arrays.read(derived_conn, graph_id)
-            assert stored is not None and again is not None
-            assert stored.names == again.names
-            for column in (*DERIVED, *ROLLUPS, "introduced"):
-                assert np.array_equal(stored[column], again[column]), (graph_id, column)
 
 
 @pytest.mark.parametrize(
