@@ -14,63 +14,27 @@ SQLite itself, so the file is what that DDL would have made.
 
 from __future__ import annotations
 
-import functools
 import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from graphboard.errors import StoreError
 from graphboard.accel import _btree
+from graphboard.errors import StoreError
 from graphboard.store import schema
+from graphboard.store.node_rows import nodes_layout
+from graphboard.store.sqlite_sink import open_db as open_db  # writer.py imports it here
 
 ROW_ID = schema.TB_NODES_COLUMNS.index("id")
 ROW_LINK = schema.TB_NODES_COLUMNS.index("matched_node_link")
 
 
-def open_db(path: Path) -> sqlite3.Connection:
-    """A database being built (new or a finished part), tuned for one bulk writer."""
-    try:
-        conn = sqlite3.connect(path, isolation_level=None)
-    except sqlite3.Error as error:
-        raise StoreError(f"{path}: cannot open the database: {error}") from None
-    conn.execute("PRAGMA journal_mode=OFF")
-    conn.execute("PRAGMA synchronous=OFF")
-    conn.execute("PRAGMA cache_size=-262144")
-    return conn
-
-
-@functools.cache
 def _layout() -> tuple[
     str, list[tuple[bool, tuple[int, ...]]], list[tuple[str, str, str, str | None]]
 ]:
-    """(column affinities, index specs, sqlite_schema rows) of tb_nodes, as SQLite makes them."""
-    conn = sqlite3.connect(":memory:")
-    try:
-        schema.create_tables(conn)
-        schema.create_indexes(conn)
-        columns = conn.execute("PRAGMA table_info(tb_nodes)").fetchall()
-        names = tuple(column[1] for column in columns)
-        if names != schema.TB_NODES_COLUMNS:  # rows are tuples in this order
-            raise AssertionError(f"tb_nodes columns {names} differ from TB_NODES_COLUMNS")
-        affinities = "".join("I" if column[2] == "INTEGER" else "T" for column in columns)
-        if set(column[2] for column in columns) - {"INTEGER", "TEXT"}:
-            raise AssertionError("tb_nodes may hold only INTEGER and TEXT columns")
-        rows = conn.execute(
-            "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE tbl_name = 'tb_nodes' ORDER BY rowid"
-        ).fetchall()
-    finally:
-        conn.close()
-    # the table, its primary key's automatic index, then msprobe's indexes in schema order
-    table, primary_key = rows[0], rows[1]
-    by_name = {row[1]: row for row in rows[2:]}
-    indexes: list[tuple[bool, tuple[int, ...]]] = [(True, (ROW_ID,))]
-    schema_rows = [table, primary_key]
-    for name, index_columns in schema.MSPROBE_INDEX_COLUMNS.items():
-        indexes.append((False, tuple(names.index(column) for column in index_columns)))
-        schema_rows.append(by_name[name])
-    return affinities, indexes, schema_rows
+    layout = nodes_layout()
+    return layout.affinities, layout.indexes, layout.schema_rows
 
 
 def _sqlite_version() -> int:
