@@ -25,7 +25,7 @@ import httpx
 
 from graphboard.graph.model import ROOT_NAME, Graph, Node, node_type_of
 from graphboard.store import writer
-from graphboard.store.part_file import PartFile
+from graphboard.store.sink import open_sink
 from harness import DATA, GRAPH_BUILD, free_port, record, serve_process, synthetic
 
 TARGETS_MS = {"children": 30, "node": 30, "search": 150, "filter": 150}
@@ -79,7 +79,7 @@ def wide_file(folder: Path, children: int) -> Path:
     graph = Graph("NPU", 0, 0, root, nodes)
     graph.number()
     temp = path.with_suffix(".tmp")
-    part = PartFile(temp)
+    part = open_sink(temp, True)
     writer.write_graphs(part, [(graph, None)], None)
     part.close()
     conn = writer.open_db(temp)

@@ -15,7 +15,7 @@ from fixture_cases import fixture_path
 from graphboard.build import BuildOptions, finish_build, plan_build, run_build, run_task, stages
 from graphboard.errors import CompareError, DumpError, LayoutError
 from graphboard.store import schema
-from graphboard.store.part_file import PartFile
+from graphboard.store.sink import open_sink
 from part_rows import node_row
 from vis_db_support import nodes_per_graph
 
@@ -132,7 +132,7 @@ def test_the_sink_stage_writes_a_graphs_rows_and_stacks(tmp_path: Path) -> None:
     options = BuildOptions(target=root / "target", output_dir=tmp_path)
     side = stages.Side.target_of(plan_build(options).tasks[0])
     graph = stages.hierarchy(side, stages.read(side))
-    part = PartFile(tmp_path / "part.db", True)
+    part = open_sink(tmp_path / "part.db", True)
     stages.sink(part, stages.rows(graph, None, None))
     part.close()
     with sqlite3.connect(tmp_path / "part.db") as conn:
@@ -171,7 +171,7 @@ def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path:
 
 def test_a_part_merged_into_another_file_has_only_its_primary_key(tmp_path: Path) -> None:
     for name, indexed in (("whole.db", True), ("merged.db", False)):
-        part = PartFile(tmp_path / name, indexed)
+        part = open_sink(tmp_path / name, indexed)
         part.insert_nodes(node_row(n) for n in range(10))
         part.close()
     assert _indexes(tmp_path / "whole.db") == set(schema.MSPROBE_INDEX_COLUMNS)

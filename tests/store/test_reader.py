@@ -17,8 +17,8 @@ from graphboard.graph.model import ROOT_NAME, Graph, Node, NodeType, node_type_o
 from graphboard.store import writer
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.name_index import NameIndex
-from graphboard.store.part_file import PartFile
 from graphboard.store.reader import Source, compile_search_regex, open_vis_db, required_literal
+from graphboard.store.sink import open_sink
 
 BuildFn = Callable[..., Path]
 
@@ -104,7 +104,7 @@ def _wide_graph(children: int) -> Graph:
 
 def test_a_node_with_100000_children_pages_by_keyset(tmp_path: Path) -> None:
     path = tmp_path / "wide.vis.db"
-    part = PartFile(path)
+    part = open_sink(path, True)
     writer.write_graphs(part, [(_wide_graph(100_000), None)], None)
     part.close()
     conn = writer.open_db(path)

@@ -23,7 +23,7 @@ from graphboard.graph.builder import DumpRecords, build_graph, read_records
 from graphboard.graph.model import BENCH, NPU, Graph
 from graphboard.overflow import check_overflow
 from graphboard.store import writer
-from graphboard.store.statements import NodeWriter
+from graphboard.store.sink import PartSink
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRow
     return GraphRows(writer.prepare_rows(graph, partner, mode), writer.row_order(graph))
 
 
-def sink(part: NodeWriter, graph_rows: GraphRows) -> None:
+def sink(part: PartSink, graph_rows: GraphRows) -> None:
     """Write a graph's rows and stacks into the task's part file."""
     part.insert_nodes(graph_rows)
     writer.write_stacks(part, graph_rows.prepared)

@@ -20,7 +20,7 @@ from graphboard.compare.result import DataMode
 from graphboard.graph.model import Graph
 from graphboard.progress import Stopwatch
 from graphboard.store import writer
-from graphboard.store.part_file import PartFile
+from graphboard.store.sink import open_sink
 
 if TYPE_CHECKING:
     from graphboard.distributed import CommNode
@@ -98,7 +98,7 @@ def _write_part(
     pairs: list[tuple[Graph, Graph | None]] = [(target, golden)]
     if golden is not None:
         pairs.append((golden, target))
-    sink = PartFile(part, whole_file)
+    sink = open_sink(part, indexed=whole_file)
     try:
         # in id order ("Bench_..." before "NPU_..."), as SQLite returns rows by primary key
         for graph, partner in sorted(pairs, key=lambda pair: pair[0].graph_id):

@@ -1,7 +1,7 @@
 """What a .vis.db holds, as rows: a graph's tb_nodes rows and stacks, graphboard's summaries
 (gb_graphs, gb_arrays), tb_config and gb_meta; and the merge of task parts into one file.
 
-Each task writes a *part* file of its own (store/part_file.py: tb_nodes in bulk, no lock
+Each task writes a *part* file of its own (store/sink.py: tb_nodes in bulk, no lock
 contention between workers); a lone task's part is the whole file, else the parts are copied
 into the final file with ``INSERT ... SELECT`` (build/finish.py).
 """
@@ -22,8 +22,9 @@ from graphboard.compare.result import DataMode, Level
 from graphboard.graph.model import Graph, Node, NodeType
 from graphboard.store import schema
 from graphboard.store.display import node_display_json
-from graphboard.store.part_file import open_db as open_db  # the pipeline opens parts with it
-from graphboard.store.statements import NodeWriter, Statements
+from graphboard.store.sink import PartSink
+from graphboard.store.sink import open_db as open_db  # build/finish.py opens parts with it
+from graphboard.store.statements import Statements
 
 
 def _json(value: Any) -> str:
@@ -156,7 +157,7 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
 
 
 def write_graph(
-    conn: NodeWriter, graph: Graph, counterpart: Graph | None, mode: DataMode | None
+    conn: PartSink, graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> None:
     """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare."""
     rows = prepare_rows(graph, counterpart, mode)
@@ -181,11 +182,11 @@ def node_rows(rows: PreparedRows, names: list[str]) -> Iterator[tuple[Any, ...]]
     return _rows_of(rows, (nodes[name] for name in names))
 
 
-def write_nodes(conn: NodeWriter, rows: PreparedRows, names: list[str]) -> None:
+def write_nodes(conn: PartSink, rows: PreparedRows, names: list[str]) -> None:
     conn.insert_nodes(node_rows(rows, names))
 
 
-def write_stacks(conn: NodeWriter, rows: PreparedRows) -> None:
+def write_stacks(conn: PartSink, rows: PreparedRows) -> None:
     conn.executemany(_STACK_INSERT, rows.stack_rows)
 
 
@@ -204,7 +205,7 @@ def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) 
 
 
 def write_graphs(
-    conn: NodeWriter, graphs: list[tuple[Graph, Graph | None]], mode: DataMode | None
+    conn: PartSink, graphs: list[tuple[Graph, Graph | None]], mode: DataMode | None
 ) -> None:
     """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None)."""
     for graph, counterpart in sorted(graphs, key=lambda pair: pair[0].graph_id):
