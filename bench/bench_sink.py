@@ -1,5 +1,6 @@
 """The part sink alone switched: graph_build's compare with tb_nodes written by the compiled
-B-tree writer, by SQLite in the caller's thread, or by SQLite on a writer thread.
+B-tree writer, by SQLite in the caller's thread, or by SQLite with its writer thread
+(GRAPHBOARD_PURE=btree turns off the compiled sink alone).
 
 Runs alternate (compiled, sqlite, sqlite-thread, compiled, ...) so the machine's drift
 spreads over all three; each run is a fresh process, as a user runs graph_build.
@@ -11,6 +12,7 @@ spreads over all three; each run is a fresh process, as a user runs graph_build.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -22,28 +24,14 @@ from pathlib import Path
 
 SINKS = ("compiled", "sqlite", "sqlite-thread")
 
-# Run in the child: choose the sink, then run graph_build as its console script does.
+# Run in the child: the writer thread on or off, then graph_build as its console script runs.
 _CHILD = """
 import sys
-from graphboard.store import compiled_sink, sqlite_sink
-sink = sys.argv.pop(1)
-if sink != "compiled":
-    compiled_sink._btree = None
-sqlite_sink.IN_BACKGROUND = sink == "sqlite-thread"
-from graphboard.store import sink as part_sink, writer
-if hasattr(writer, "PartFile"):  # the build core before it took the sink: route it there
-    class Adapter:
-        def __init__(self, part):
-            self.part = part
-        def insert_nodes(self, rows, provisional=False):
-            assert not provisional
-            self.part.insert_nodes(rows)
-        def __getattr__(self, name):
-            return getattr(self.part, name)
-    def open_part(path, in_background, first_job=None, indexed=True):
-        return Adapter(part_sink.open_sink(path, indexed))
-    writer.open_part = open_part
-    writer.abandon = lambda part: part.abandon()
+from graphboard.store import sink, sqlite_sink
+sqlite_sink.IN_BACKGROUND = sys.argv.pop(1) == "sqlite-thread"
+import graphboard.build.task as task
+if hasattr(task, "PartFile"):  # before the build core opened its part by open_sink
+    task.PartFile = sink.open_sink
 from graphboard.cli import graph_build_command
 sys.exit(graph_build_command())
 """
@@ -60,8 +48,10 @@ def _run(sink: str, arguments: list[str]) -> tuple[float, float]:
     try:
         cpu = _cpu()
         started = time.perf_counter()
+        pure = "" if sink == "compiled" else "btree"  # the compiled sink alone turned off
         subprocess.run(
             [sys.executable, "-c", _CHILD, sink, *arguments, "-o", str(output)],
+            env={**os.environ, "GRAPHBOARD_PURE": pure},
             check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -712,156 +712,6 @@ static int append_row(Builder *self, PyObject *row) {
     return add_table_cell(self, self->record.data, self->record.size, rowid);
 }
 
-/* ---- rows encoded by another process ----------------------------------------------------
- * encode_rows turns rows into what append_encoded stores, so that the costly part (reading
- * Python values, building records and keys) runs in the processes that format the rows and
- * the one that writes the file only copies bytes: per row, the record's length (4 bytes) and
- * the record, then for each index the key's length and the key, without its rowid. The
- * encoding starts with the number of indexes it has keys for. */
-
-static void put_u32(Bytes *b, uint32_t v) {
-    uint8_t p[4];
-    put_be(p, v, 4);
-    memcpy(b->data + b->size, p, 4);
-    b->size += 4;
-}
-
-static uint32_t get_u32(const uint8_t *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static PyObject *encode_rows(PyObject *module, PyObject *args) {
-    PyObject *rows, *index_specs;
-    const char *affinity;
-    if (!PyArg_ParseTuple(args, "OsO", &rows, &affinity, &index_specs)) return NULL;
-    int count = (int)strlen(affinity);
-    int columns[MAX_INDEXES][MAX_COLUMNS], column_counts[MAX_INDEXES];
-    PyObject *specs = PySequence_Fast(index_specs, "indexes: a list of (unique, (column, ...))");
-    if (specs == NULL) return NULL;
-    int index_count = (int)PySequence_Fast_GET_SIZE(specs);
-    if (count == 0 || count > MAX_COLUMNS || index_count > MAX_INDEXES) {
-        Py_DECREF(specs);
-        PyErr_SetString(PyExc_ValueError, "at most 64 columns and 16 indexes");
-        return NULL;
-    }
-    for (int x = 0; x < index_count; x++) {
-        PyObject *unique, *cols;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(specs, x), "OO", &unique, &cols)) {
-            Py_DECREF(specs);
-            return NULL;
-        }
-        PyObject *fast = PySequence_Fast(cols, "index columns: a sequence of column numbers");
-        if (fast == NULL) {
-            Py_DECREF(specs);
-            return NULL;
-        }
-        column_counts[x] = (int)PySequence_Fast_GET_SIZE(fast);
-        for (int c = 0; c < column_counts[x] && c < MAX_COLUMNS; c++)
-            columns[x][c] = (int)PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, c));
-        Py_DECREF(fast);
-    }
-    Py_DECREF(specs);
-    if (PyErr_Occurred()) return NULL;
-    PyObject *iterator = PyObject_GetIter(rows);
-    if (iterator == NULL) return NULL;
-    Bytes out = {0}, record = {0}, key = {0};
-    Value values[MAX_COLUMNS];
-    PyObject *row;
-    if (bytes_reserve(&out, 1) < 0) goto fail;
-    out.data[out.size++] = (uint8_t)index_count;
-    while ((row = PyIter_Next(iterator)) != NULL) {
-        int failed = row_values(affinity, count, row, values);
-        Py_DECREF(row);
-        if (failed) goto fail;
-        record.size = 0;
-        if (encode_record(&record, values, count) < 0 || bytes_reserve(&out, 4 + record.size) < 0) goto fail;
-        put_u32(&out, (uint32_t)record.size);
-        memcpy(out.data + out.size, record.data, record.size);
-        out.size += record.size;
-        for (int x = 0; x < index_count; x++) {
-            key.size = 0;
-            for (int c = 0; c < column_counts[x]; c++) {
-                int column = columns[x][c];
-                if (column < 0 || column >= count) {
-                    PyErr_SetString(PyExc_ValueError, "index column out of range");
-                    goto fail;
-                }
-                if (key_append_value(&key, &values[column]) < 0) goto fail;
-            }
-            if (bytes_reserve(&out, 4 + key.size) < 0) goto fail;
-            put_u32(&out, (uint32_t)key.size);
-            memcpy(out.data + out.size, key.data, key.size);
-            out.size += key.size;
-        }
-    }
-    if (PyErr_Occurred()) goto fail;
-    Py_DECREF(iterator);
-    PyObject *result = PyBytes_FromStringAndSize((const char *)out.data, (Py_ssize_t)out.size);
-    free(out.data);
-    free(record.data);
-    free(key.data);
-    return result;
-fail:
-    raise_failure();
-    Py_DECREF(iterator);
-    free(out.data);
-    free(record.data);
-    free(key.data);
-    return NULL;
-}
-
-static int append_encoded_rows(Builder *self, const uint8_t *p, const uint8_t *end) {
-    if (p == end) return 0;
-    int keys = *p++;
-    if (keys < self->index_count) {
-        PyErr_Format(PyExc_ValueError, "encoded rows carry keys for %d indexes, the table has %d",
-                     keys, self->index_count);
-        return -1;
-    }
-    while (p < end) {
-        if (end - p < 4) goto truncated;
-        uint32_t size = get_u32(p);
-        const uint8_t *record = p + 4;
-        if ((size_t)(end - record) < size) goto truncated;
-        p = record + size;
-        int64_t rowid = self->rowid + 1;
-        for (int x = 0; x < keys; x++) {
-            if (end - p < 4) goto truncated;
-            uint32_t length = get_u32(p);
-            p += 4;
-            if ((size_t)(end - p) < length) goto truncated;
-            if (x < self->index_count) {
-                Index *index = &self->indexes[x];
-                size_t start = index->keys.size;
-                if (bytes_append(&index->keys, p, length) < 0 || end_key(index, start, rowid) < 0) return -1;
-            }
-            p += length;
-        }
-        if (add_table_cell(self, record, size, rowid) < 0) return -1;
-    }
-    return 0;
-truncated:
-    PyErr_SetString(PyExc_ValueError, "encoded rows end in the middle of a row");
-    return -1;
-}
-
-static PyObject *builder_append_encoded(Builder *self, PyObject *blob) {
-    if (self->finished || self->pages.fd < 0) {
-        PyErr_SetString(PyExc_ValueError, "the table is already finished");
-        return NULL;
-    }
-    Py_buffer view;
-    if (PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const uint8_t *p = view.buf;
-    int failed = append_encoded_rows(self, p, p + view.len);
-    PyBuffer_Release(&view);
-    if (failed) {
-        raise_failure();
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
 /* ---- interior levels ----------------------------------------------------------------- */
 
 /* Table interior pages over ``level`` (children in order) until one page is left: the root. */
@@ -1476,8 +1326,6 @@ static PyObject *builder_rows(Builder *self, void *closure) {
 static PyMethodDef builder_methods[] = {
     {"append", (PyCFunction)builder_append, METH_O,
      "append(rows): add rows (tuples), numbered on from the last rowid"},
-    {"append_encoded", (PyCFunction)builder_append_encoded, METH_O,
-     "append_encoded(encoded): add rows encoded by encode_rows, numbered on"},
     {"finish", (PyCFunction)(void (*)(void))builder_finish, METH_VARARGS | METH_KEYWORDS,
      "finish(schema_rows, sqlite_version, threads=1): write the indexes (on ``threads`` threads) "
      "and page 1, close the file"},
@@ -1505,8 +1353,6 @@ static PyTypeObject BuilderType = {
 };
 
 static PyMethodDef module_methods[] = {
-    {"encode_rows", encode_rows, METH_VARARGS,
-     "encode_rows(rows, affinities, indexes) -> bytes: rows as TableFile.append_encoded takes them"},
     {NULL},
 };
 

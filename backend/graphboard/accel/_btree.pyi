@@ -1,4 +1,4 @@
-# One table and its indexes written straight into SQLite's file format (_btree.c); see part_file.py.
+# One table and its indexes written straight into SQLite's file format (_btree.c); see store/compiled_sink.py.
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -12,7 +12,6 @@ class TableFile:
         page_size: int = 4096,
     ) -> None: ...
     def append(self, rows: Iterable[tuple[Any, ...]]) -> None: ...
-    def append_encoded(self, encoded: bytes) -> None: ...
     def finish(
         self,
         schema_rows: Sequence[tuple[str, str, str, str | None]],
@@ -20,7 +19,3 @@ class TableFile:
         threads: int = 1,
     ) -> None: ...
     def close(self) -> None: ...
-
-def encode_rows(
-    rows: Iterable[tuple[Any, ...]], affinities: str, indexes: Sequence[tuple[bool, Sequence[int]]]
-) -> bytes: ...

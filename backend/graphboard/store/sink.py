@@ -1,6 +1,6 @@
 """The one place a task's rows go: its part file, tb_nodes in bulk and the other tables.
 
-:func:`open_sink` gives a :class:`PartSink`. The reference writes through SQLite
+:func:`open_sink` gives a PartSink (store/statements.py). The reference writes through SQLite
 (store/sqlite_sink.py): tb_nodes created by schema.py's DDL, its rows inserted in one
 transaction, msprobe's indexes created once the last row is in. When the compiled B-tree
 writer is built (``accel.compiled("btree")``), tb_nodes and its indexes go straight into
@@ -13,31 +13,13 @@ whole .vis.db; parts merged into another file need only the primary key's.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
 
 from graphboard.store import compiled_sink
 from graphboard.store.sqlite_sink import SqliteSink, open_db
-from graphboard.store.statements import Statements
+from graphboard.store.statements import PartSink
 
 __all__ = ["PartSink", "open_db", "open_sink"]
-
-
-class PartSink(Statements, Protocol):
-    """A part file being written; ``close`` completes it, ``abandon`` gives it up (the
-    caller removes the file). Every error is a one-line StoreError naming the file; one
-    found while SQLite works in the background surfaces at the next call."""
-
-    def insert_nodes(self, rows: Iterable[tuple[Any, ...]], /) -> None:
-        """tb_nodes rows, in schema.TB_NODES_COLUMNS order and in id order."""
-
-    def finish_nodes(self) -> None:
-        """No more tb_nodes rows (the indexes may be built now; statements may still come)."""
-
-    def close(self) -> None: ...
-
-    def abandon(self) -> None: ...
 
 
 def open_sink(path: Path, indexed: bool) -> PartSink:

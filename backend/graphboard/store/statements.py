@@ -1,4 +1,4 @@
-"""What the writer functions need of a database, whichever process or format writes it."""
+"""What the writer functions need of a database: a sqlite3 connection or a part sink."""
 
 from __future__ import annotations
 
@@ -7,20 +7,28 @@ from typing import Any, Protocol
 
 
 class Statements(Protocol):
-    """SQL statements: a sqlite3 connection, a part file, or the process writing one."""
+    """SQL statements: a sqlite3 connection or a part file."""
 
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> object: ...
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> object: ...
 
 
-class NodeWriter(Statements, Protocol):
-    """A part being written: tb_nodes rows in bulk (store/part_file.py), other statements."""
+class PartSink(Statements, Protocol):
+    """A task's part file being written (store/sink.py): tb_nodes rows in bulk, the other
+    tables' statements; ``close`` completes it, ``abandon`` gives it up (the caller removes
+    the file). Every error is a one-line StoreError naming the file; one found while SQLite
+    works in the background surfaces at the next call."""
 
-    def insert_nodes(self, rows: Iterable[tuple[Any, ...]], provisional: bool = False) -> None: ...
+    def insert_nodes(self, rows: Iterable[tuple[Any, ...]], /) -> None:
+        """tb_nodes rows, in schema.TB_NODES_COLUMNS order and in id order."""
 
-    def correct_node_links(self, corrections: Sequence[tuple[str, str]]) -> None: ...
-
-    def finish_nodes(self) -> None: ...
+    def finish_nodes(self) -> None:
+        """No more tb_nodes rows (the indexes may be built now; statements may still come)."""
 
     def close(self) -> None: ...
+
+    def abandon(self) -> None: ...
+
+
+NodeWriter = PartSink  # the old name, until build/ and writer.py say PartSink

@@ -1,6 +1,6 @@
-"""tb_nodes written straight into SQLite's format (_btree.c, part_file.py) must be the file
-SQLite itself would hold: the same rows and types, every index in SQLite's order, and a
-clean ``PRAGMA integrity_check``; and bad rows are refused with the file's name."""
+"""A table written straight into SQLite's format (accel/_btree.c) must be the file SQLite
+itself would hold: the same rows and types, every index in SQLite's order, and a clean
+``PRAGMA integrity_check``. (The sinks, compiled and not, are compared in test_sink.py.)"""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from typing import Any
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.accel import _btree
 from graphboard.build import BuildOptions, plan_build, run_task
-from graphboard.errors import StoreError
 from graphboard.store import schema
-from graphboard.store.part_file import PartFile, encode_nodes
-from part_rows import node_row
+
+_btree = pytest.importorskip("graphboard.accel._btree", reason="the compiled writer is not built")
 
 _DDL = (
     "CREATE TABLE t (id TEXT PRIMARY KEY, a INTEGER, b TEXT, c INTEGER, d TEXT, e INTEGER)",
@@ -158,102 +156,3 @@ def test_a_compare_part_is_the_rows_sqlite_would_index_the_same_way(tmp_path: Pa
                 ).fetchall()
                 == walk
             )
-
-
-def test_held_rows_get_their_corrected_links_and_keep_their_place(tmp_path: Path) -> None:
-    part = PartFile(tmp_path / "held.db")
-    part.insert_nodes([node_row(0), node_row(1)], provisional=True)
-    part.correct_node_links([('["DefaultModel", "elsewhere"]', node_row(1)[0])])
-    part.insert_nodes([node_row(2)], provisional=True)
-    part.insert_nodes([node_row(3)])  # releases the held row first
-    part.close()
-    with sqlite3.connect(tmp_path / "held.db") as conn:
-        rows = conn.execute("SELECT node_order, matched_node_link FROM tb_nodes ORDER BY rowid")
-        assert rows.fetchall() == [
-            (0, "[]"),
-            (1, '["DefaultModel", "elsewhere"]'),
-            (2, "[]"),
-            (3, "[]"),
-        ]
-
-
-def test_a_correction_for_a_row_not_held_is_an_error(tmp_path: Path) -> None:
-    part = PartFile(tmp_path / "held.db")
-    part.insert_nodes([node_row(0)], provisional=True)
-    with pytest.raises(StoreError, match=r"held\.db: no row 'NPU_0_0_nowhere' waits"):
-        part.correct_node_links([("[]", "NPU_0_0_nowhere")])
-    part.abandon()
-
-
-def test_two_rows_with_one_id_are_refused_naming_the_file_and_the_id(tmp_path: Path) -> None:
-    path = tmp_path / "twice.db"
-    part = PartFile(path)
-    part.insert_nodes([node_row(0), node_row(1), node_row(2, node_name="Module.layer.1.forward")])
-    with pytest.raises(
-        StoreError, match=rf"{path}: .*same unique key 'NPU_0_0_Module.layer.1.forward'"
-    ):
-        part.close()
-
-
-def test_a_value_of_the_wrong_type_is_refused_naming_the_row_and_column(tmp_path: Path) -> None:
-    path = tmp_path / "typed.db"
-    part = PartFile(path)
-    column = schema.TB_NODES_COLUMNS.index("up_node")
-    with pytest.raises(
-        StoreError,
-        match=rf"{path}: .*row 'NPU_0_0_Module.layer.1.forward', column {column}: "
-        "expected a str or None, got 7",
-    ):
-        part.insert_nodes([node_row(0), node_row(1, up_node=7)])
-    part.abandon()
-    with pytest.raises(StoreError, match="expected an int, a float or None, got 'zero'"):
-        PartFile(tmp_path / "typed2.db").insert_nodes([node_row(0, node_order="zero")])
-
-
-def test_an_existing_file_is_never_overwritten(tmp_path: Path) -> None:
-    path = tmp_path / "there.db"
-    path.write_bytes(b"keep me")
-    with pytest.raises(StoreError, match=rf"{path}: cannot create the file: .*File exists"):
-        PartFile(path)
-    assert path.read_bytes() == b"keep me"
-
-
-def test_nodes_finished_early_take_no_more_rows_but_statements_still_run(tmp_path: Path) -> None:
-    path = tmp_path / "early.db"
-    part = PartFile(path)
-    part.insert_nodes([node_row(0)])
-    part.finish_nodes()
-    part.finish_nodes()  # twice is harmless
-    part.execute("INSERT INTO tb_stack VALUES (?, ?)", ("s", "[]"))
-    with pytest.raises(StoreError, match=rf"{path}: .*already finished"):
-        part.insert_nodes([node_row(1)])
-    part.close()
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (1,)
-        assert conn.execute("SELECT id FROM tb_stack").fetchall() == [("s",)]
-        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-
-
-def test_rows_encoded_elsewhere_are_the_rows_appended_here(tmp_path: Path) -> None:
-    rows = [node_row(n, up_node=None if n % 3 else "x" * 5000) for n in range(1200)]
-    whole, encoded = tmp_path / "whole.db", tmp_path / "encoded.db"
-    part = PartFile(whole)
-    part.insert_nodes(rows)
-    part.close()
-    part = PartFile(encoded, indexed=False)  # keys for every index: the extra ones are skipped
-    part.insert_nodes(rows[:1])
-    part.insert_encoded(encode_nodes(rows[1:700], encoded))
-    part.insert_encoded(encode_nodes(rows[700:], encoded))
-    part.close()
-    with sqlite3.connect(whole) as a, sqlite3.connect(encoded) as b:
-        query = "SELECT rowid, * FROM tb_nodes ORDER BY rowid"
-        assert a.execute(query).fetchall() == b.execute(query).fetchall()
-        assert b.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    with pytest.raises(
-        StoreError, match=r"encoded\.db: a tb_nodes row cannot be stored: .*got 'zero'"
-    ):
-        encode_nodes([node_row(0, node_order="zero")], encoded)
-    part = PartFile(tmp_path / "cut.db")
-    with pytest.raises(StoreError, match=r"cut\.db: encoded rows end in the middle of a row"):
-        part.insert_encoded(encode_nodes(rows[:2], encoded)[:-3])
-    part.abandon()
