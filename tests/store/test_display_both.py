@@ -9,7 +9,9 @@ not reach. Nothing here is skipped when the extension is built.
 from __future__ import annotations
 
 import math
+import os
 import sqlite3
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -202,3 +204,20 @@ def test_bad_parameters_are_refused_by_both() -> None:
         for renderer in (PYTHON, compiled):
             with pytest.raises(TypeError):
                 renderer(params, NODE, 0, None)
+
+
+@pytest.mark.parametrize(("pure", "python"), [("1", True), ("render", True), ("", False)])
+def test_graphboard_pure_chooses_the_python_renderer(pure: str, python: bool) -> None:
+    compiled_or_skip()
+    check = (
+        "from graphboard.store import display, display_render;"
+        "print(display._render_node is display_render.render_node)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", check],
+        env={**os.environ, "GRAPHBOARD_PURE": pure},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert shown == str(python)
