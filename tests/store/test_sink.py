@@ -146,6 +146,8 @@ def _refused(open_part: OpenSink, path: Path, rows: list[tuple[Any, ...]]) -> st
         ({"node_order": "zero"}, "column 2: expected an int, a float or None, got 'zero'"),
         ({"node_order": 2**63}, f"column 2: {2**63} does not fit 64 bits"),
         ({"modified": b"0"}, "column 14: expected an int, a float or None, got b'0'"),
+        ({"graph_id": None}, "column 1: expected a str, got None"),  # NOT NULL columns
+        ({"step": None}, "column 19: expected an int or a float, got None"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_the_file_row_and_column(

@@ -592,15 +592,22 @@ static const uint8_t *page_cell(const Page *p, int i) {
 
 /* ---- Python values to stored values ---------------------------------------------------- */
 
-/* Row ``row``'s value in ``column``, as a column of that affinity (T or I) stores it. Errors
- * name the row by its first value (tb_nodes: its id). */
+/* Row ``row``'s value in ``column``, as a column of that affinity stores it: T (text) or I
+ * (integer), in lower case when the column is NOT NULL. Errors name the row by its first
+ * value (tb_nodes: its id). */
 static int to_value(const char *affinity, PyObject *row, int column, Value *v) {
     PyObject *o = PyTuple_GET_ITEM(row, column);
+    int text = affinity[column] == 'T' || affinity[column] == 't';
     if (o == Py_None) {
+        if (affinity[column] == 't' || affinity[column] == 'i') {
+            PyErr_Format(PyExc_TypeError, "row %R, column %d: expected %s, got None",
+                         PyTuple_GET_ITEM(row, 0), column, text ? "a str" : "an int or a float");
+            return -1;
+        }
         v->kind = 0;
         return 0;
     }
-    if (affinity[column] == 'T') {
+    if (text) {
         if (PyUnicode_Check(o)) {
             v->kind = 3;
             v->text = PyUnicode_AsUTF8AndSize(o, &v->length);
@@ -633,7 +640,7 @@ static int to_value(const char *affinity, PyObject *row, int column, Value *v) {
         return 0;
     }
     PyErr_Format(PyExc_TypeError, "row %R, column %d: expected %s, got %R", PyTuple_GET_ITEM(row, 0),
-                 column, affinity[column] == 'T' ? "a str or None" : "an int, a float or None", o);
+                 column, text ? "a str or None" : "an int, a float or None", o);
     return -1;
 }
 
@@ -1007,12 +1014,13 @@ static int builder_init(Builder *self, PyObject *args, PyObject *kwargs) {
     }
     self->column_count = (int)strlen(affinities);
     if (self->column_count == 0 || self->column_count > MAX_COLUMNS) {
-        PyErr_SetString(PyExc_ValueError, "affinities: one letter (T or I) per column, at most 64");
+        PyErr_SetString(PyExc_ValueError, "affinities: one letter (T, I, t or i) per column, at most 64");
         return -1;
     }
     for (int i = 0; i < self->column_count; i++) {
-        if (affinities[i] != 'T' && affinities[i] != 'I') {
-            PyErr_SetString(PyExc_ValueError, "affinities: T (text) or I (integer) per column");
+        if (strchr("TIti", affinities[i]) == NULL || affinities[i] == 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "affinities: T (text) or I (integer) per column, t or i when NOT NULL");
             return -1;
         }
         self->affinity[i] = affinities[i];

@@ -1,10 +1,10 @@
 """tb_nodes as both part sinks see it: its layout, read back from schema.py's DDL through
 SQLite itself, and what a row may hold.
 
-A row is a tuple in schema.TB_NODES_COLUMNS order. A TEXT column holds a str or None, an
-INTEGER column an int (64 bits), a float or None; SQLite would quietly turn a number into
-text and the reverse, so a row that breaks this is refused, the same way by the compiled
-writer (_btree.c) and by the Python one.
+A row is a tuple in schema.TB_NODES_COLUMNS order. A TEXT column holds a str, an INTEGER
+column an int (64 bits) or a float, and either None unless it is NOT NULL; SQLite would
+quietly turn a number into text and the reverse, so a row that breaks this is refused, the
+same way by the compiled writer (_btree.c) and by the Python one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ _INT64 = 2**63
 
 @dataclass(frozen=True, slots=True)
 class NodesLayout:
-    affinities: str  # "T" (text) or "I" (integer) per column
+    affinities: str  # "T" (text) or "I" (integer) per column, lower case when NOT NULL
     # (unique, columns) of the primary key's index, then of msprobe's indexes in schema order
     indexes: list[tuple[bool, tuple[int, ...]]]
     # sqlite_schema rows (type, name, tbl_name, sql): the table, then its indexes likewise
@@ -46,7 +46,10 @@ def nodes_layout() -> NodesLayout:
             raise AssertionError(f"tb_nodes columns {names} differ from TB_NODES_COLUMNS")
         if set(column[2] for column in columns) - {"INTEGER", "TEXT"}:
             raise AssertionError("tb_nodes may hold only INTEGER and TEXT columns")
-        affinities = "".join("I" if column[2] == "INTEGER" else "T" for column in columns)
+        affinity = {"INTEGER": "I", "TEXT": "T"}
+        affinities = "".join(
+            affinity[column[2]].lower() if column[3] else affinity[column[2]] for column in columns
+        )
         rows = conn.execute(
             "SELECT type, name, tbl_name, sql FROM sqlite_schema"
             " WHERE tbl_name = 'tb_nodes' ORDER BY rowid"
@@ -71,12 +74,15 @@ def _plain_types(indexed: bool) -> tuple[frozenset[type], ...]:
     sorted_columns = {c for _, columns in layout.indexes[: None if indexed else 1] for c in columns}
     kinds: list[frozenset[type]] = []
     for column, affinity in enumerate(layout.affinities):
-        if affinity == "T":
-            kinds.append(frozenset((str, type(None))))
+        if affinity.upper() == "T":
+            allowed: set[type] = {str}
         elif column in sorted_columns:  # a real number in an index: see refusal
-            kinds.append(frozenset((int, type(None))))
+            allowed = {int}
         else:
-            kinds.append(frozenset((int, float, type(None))))
+            allowed = {int, float}
+        if affinity.isupper():
+            allowed.add(type(None))
+        kinds.append(frozenset(allowed))
     return tuple(kinds)
 
 
@@ -102,9 +108,13 @@ def refusal(rows: Sequence[Any], indexed: bool) -> str | None:
         if not isinstance(row, tuple) or len(row) != len(affinities):
             return f"expected a row: a tuple of {len(affinities)} values, got {row!r}"
         for column, value in enumerate(row):
+            text = affinities[column].upper() == "T"
             if value is None:
-                continue
-            if affinities[column] == "T":
+                if affinities[column].isupper():
+                    continue
+                expected = "a str" if text else "an int or a float"
+                return f"row {row[0]!r}, column {column}: expected {expected}, got None"
+            if text:
                 if isinstance(value, str):
                     continue
                 expected = "a str or None"
