@@ -13,10 +13,10 @@ import orjson
 import pytest
 
 from fixture_cases import BuildFn
-from graphboard.compare.result import Level
+from graphboard.compare.result import Level, label_of_code
 from graphboard.store import matches
 from graphboard.store.reader import GraphKey, VisDb, WriteRefused, open_vis_db
-from graphboard.store.reader.stored import json_or, level_name
+from graphboard.store.reader.stored import json_or
 
 NPU = GraphKey("NPU", 0, 0)
 
@@ -154,6 +154,6 @@ def test_the_calls_of_one_module_are_the_names_under_it_only(
 def test_stored_text_decodes_to_a_default_when_empty_or_not_json() -> None:
     assert json_or('{"a": [1]}', {}) == {"a": [1]}
     assert json_or("", []) == [] and json_or(None, None) is None and json_or("{", 7) == 7
-    assert [level_name(code) for code in (None, -1, 0, 1, 2)] == [
+    assert [label_of_code(code) for code in (None, -1, 0, 1, 2)] == [
         None, None, Level.PASS.label, Level.WARNING.label, Level.ERROR.label,
     ]  # fmt: skip

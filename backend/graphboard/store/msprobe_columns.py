@@ -38,6 +38,7 @@ from graphboard.graph.model import NodeType
 from graphboard.store import arrays, schema
 from graphboard.store.columns import graph_columns, graph_counts
 from graphboard.store.param_parse import shows_tensor
+from graphboard.store.schema import counterpart_in_link
 
 SIDECAR_VERSION = 2  # 2: API collections left out of the level counts
 _SUFFIX = ".sidecar.db"
@@ -115,17 +116,6 @@ def connect_sidecar(path: Path) -> sqlite3.Connection:
 # --- derivation ----------------------------------------------------------------------------
 
 
-def _counterpart_name(link: str | None) -> str | None:
-    """msprobe's matched_node_link ends with the counterpart; ``[]`` means unmatched."""
-    if not link or link in ("[]", "null"):
-        return None
-    try:
-        names = orjson.loads(link)
-    except orjson.JSONDecodeError:
-        return None
-    return str(names[-1]) if isinstance(names, list) and names else None
-
-
 def introduced_level(level: int, input_data: dict[str, Any], output_data: dict[str, Any]) -> int:
     """The level code of a divergence that starts at a node of level code ``level`` (-1 none),
     judged from the ``Result`` of its stored dicts; 0 when none starts there."""
@@ -176,7 +166,7 @@ def _columns(
 ) -> dict[str, np.ndarray[Any, Any]]:
     counterpart: list[int | None] | None = None
     if other is not None:
-        names = (_counterpart_name(link) for link in graph.links)
+        names = (counterpart_in_link(link) for link in graph.links)
         counterpart = [
             None if name is None else other.order_of.get(name, arrays.NONE) for name in names
         ]

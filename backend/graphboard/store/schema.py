@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import orjson
+
 from graphboard.store.statements import Statements
 
 SCHEMA_VERSION = 1
@@ -148,3 +150,15 @@ def create_indexes(conn: Statements) -> None:
     for statement in MSPROBE_INDEXES.strip().split(";"):
         if statement.strip():
             conn.execute(statement)
+
+
+def counterpart_in_link(link: str | None) -> str | None:
+    """The counterpart a tb_nodes.matched_node_link names: the last name of its path from the
+    root (``[]``, empty or not JSON: none)."""
+    if not link:
+        return None
+    try:
+        names = orjson.loads(link)
+    except orjson.JSONDecodeError:
+        return None
+    return str(names[-1]) if isinstance(names, list) and names else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
-from graphboard.compare.result import DataMode, Level
+from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
@@ -172,7 +172,7 @@ def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = Non
         twin = golden_nodes.get(int(counterpart[node.node_order]))
         rows = paired_stored(node, twin)
         code = int(introduced[node.node_order])
-        starts_here = Level(code).label if code > 0 else ""
+        starts_here = (label_of_code(code) if code > 0 else None) or ""
         stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
         for row in rows:
             cells = row_cells(mode, row, stack, starts_here)

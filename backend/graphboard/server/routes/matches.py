@@ -7,7 +7,7 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
-from graphboard.compare.result import Level
+from graphboard.compare.result import label_of_code
 from graphboard.server import matching, schemas
 from graphboard.server.deps import GraphDb, GraphFilePath, NodeName, Rank, SettingsDep, Step
 from graphboard.server.downloads import attachment
@@ -28,7 +28,7 @@ def _outcome(outcome: matching.Outcome, config: FileConfig) -> schemas.MatchOut:
 
 
 def _pair(pair: matching.ScoredPair, config: FileConfig) -> schemas.PairOut:
-    level = Level(pair.level).label if pair.level is not None else None
+    level = label_of_code(pair.level)
     return schemas.PairOut(
         target=pair.target,
         golden=pair.golden,

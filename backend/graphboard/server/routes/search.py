@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
-from graphboard.compare.result import Level
+from graphboard.compare.result import level_of_label
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, PageLimit, SettingsDep
 from graphboard.server.errors import InvalidParameters
@@ -20,7 +20,6 @@ from graphboard.store.reader import GraphKey, VisDb
 
 router = APIRouter(prefix="/api/graphs", tags=["search"], responses=schemas.ERRORS)
 
-_LEVELS = {level.label: level for level in Level}
 # RE2 matches with the GIL released, on a worker thread: at most half the cores do so at
 # once, so the rest keep answering everything else. A search waiting for its turn holds no
 # thread (it polls from the event loop), and its wait counts against its time limit.
@@ -104,7 +103,11 @@ def filter_nodes(
         raise InvalidParameters("choose at least one of precision, overflow or unmatched")
     page = db.filter(
         key,
-        levels=[_LEVELS[name] for name in dict.fromkeys(precision or [])],
+        levels=[
+            level
+            for name in dict.fromkeys(precision or [])
+            if (level := level_of_label(name)) is not None
+        ],
         overflows=list(dict.fromkeys(overflow or [])),
         unmatched=unmatched,
         leaves_only=leaves_only,

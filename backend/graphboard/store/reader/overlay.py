@@ -14,13 +14,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from graphboard.compare.result import Level, level_of_precision
+from graphboard.compare.result import Level, label_of_code, level_of_precision
 from graphboard.errors import StoreError
+from graphboard.graph.model import API_COLLECTION_PREFIX
 from graphboard.store import arrays, matches, msprobe_columns
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
 from graphboard.store.reader.config import FileSettings, GraphStats
 from graphboard.store.reader.opening import Source
-from graphboard.store.reader.stored import json_or, level_name
+from graphboard.store.reader.stored import json_or
+from graphboard.store.schema import counterpart_in_link
 
 
 @dataclass(slots=True)
@@ -29,11 +31,6 @@ class ManualPair:
     golden: str
     precision_index: float | None
     level: str | None
-
-
-def _counterpart_of(link: str | None) -> str | None:
-    names = json_or(link, [])
-    return str(names[-1]) if isinstance(names, list) and names else None
 
 
 class _Change(NamedTuple):
@@ -84,6 +81,8 @@ class MatchingOverlay(FileSettings):
         }
         levels = view.columns["level"]
         for order, before in view.base_level.items():
+            if view.names[order].startswith(API_COLLECTION_PREFIX):
+                continue  # counted through its children (store/columns.graph_counts)
             for code, delta in ((before, -1), (int(levels[order]), 1)):
                 if code >= 0 and counts[Level(code)] is not None:
                     counts[Level(code)] = (counts[Level(code)] or 0) + delta
@@ -129,7 +128,7 @@ class MatchingOverlay(FileSettings):
                 "WHERE step = ? AND rank = ? AND modified = 1 AND data_source = ?",
                 (key.step, key.rank, key.side),
             ).fetchall():
-                counterpart = _counterpart_of(link)
+                counterpart = counterpart_in_link(link)
                 found = (
                     self.conn.execute(
                         "SELECT node_order FROM main.tb_nodes WHERE step = ? AND rank = ? "
@@ -234,7 +233,7 @@ class MatchingOverlay(FileSettings):
         if not self.has_overlay:
             return []
         return [
-            ManualPair(str(target), str(golden), precision, level_name(level))
+            ManualPair(str(target), str(golden), precision, label_of_code(level))
             for target, golden, precision, level in self.conn.execute(
                 f"SELECT node_name, counterpart, precision_index, level FROM main.{matches.OVERLAY_TABLE} "
                 "WHERE data_source = 'NPU' AND step = ? AND rank = ? AND manual = 1 AND matched = 1 "

@@ -11,10 +11,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphboard.compare.result import label_of_code
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.reader.overlay import MatchingOverlay
-from graphboard.store.reader.stored import level_name
 
 
 @dataclass(slots=True)
@@ -119,18 +119,18 @@ class NodeSummaries(MatchingOverlay):
             child_count=int(columns["child_count"][order]),
             micro_step=int(micro_step or 0),
             precision_index=float(precision) if precision is not None else None,
-            level=level_name(int(columns["level"][order])),
+            level=label_of_code(int(columns["level"][order])),
             overflow=str(overflow) if overflow else None,
             matched=None if matched < 0 else bool(matched),
             counterpart=counterparts.get(counterpart_order),
-            worst_level=level_name(int(columns["worst_level"][order])),
+            worst_level=label_of_code(int(columns["worst_level"][order])),
             worst_node=worst.get(worst_node),
             error_leaves=int(columns["error_leaves"][order]),
             warning_leaves=int(columns["warning_leaves"][order]),
             unmatched_leaves=int(columns["unmatched_leaves"][order]),
             overflow_leaves=int(columns["overflow_leaves"][order]),
             worst_overflow=arrays.OVERFLOW_NAMES.get(int(columns["worst_overflow"][order])),
-            introduced=level_name(int(columns["introduced"][order]) or -1),
+            introduced=label_of_code(int(columns["introduced"][order]) or -1),
             manual=order in view.manual,
             modified=bool(modified),
         )

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from graphboard.compare.result import Level
+from graphboard.store.columns import first_introduced
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.summaries import BY_GRAPH, TB_SELECT, NodeSummaries, NodeSummary, Page
 
@@ -74,12 +72,8 @@ class TreeQueries(NodeSummaries):
 
     def first_error(self, key: GraphKey) -> NodeSummary | None:
         """The first node, in node order, where an error starts; failing that, a warning."""
-        introduced = self.view(key).columns["introduced"]
-        for level in (Level.ERROR, Level.WARNING):
-            found = np.flatnonzero(introduced == level)
-            if len(found):
-                return self.summaries_by_order(key, [int(found[0])])[0]
-        return None
+        order = first_introduced(self.view(key).columns["introduced"])
+        return None if order is None else self.summaries_by_order(key, [order])[0]
 
     def worst_descendant(self, key: GraphKey, name: str) -> NodeSummary | None:
         """The first node (itself or below, in execution order) at the subtree's worst level."""
