@@ -62,7 +62,7 @@ def test_msprobes_file_gets_the_jobs_verdict_and_is_left_alone(tmp_path: Path) -
     passed = verdict(path, "--max-errors", "1")
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.startswith("graphboard verdict: PASS (1 error(s), at most 1 allowed)\n")
-    # viewing never writes: no sidecar, journal or cache next to the file, the bytes unchanged
+    # viewing never writes: no derived file, journal or cache next to the file, the bytes unchanged
     assert [entry.name for entry in path.parent.iterdir()] == [path.name]
     assert _digest(path) == before
 

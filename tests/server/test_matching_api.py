@@ -18,7 +18,7 @@ from served_files import BuildFn, Q, fixture_path, reference_db
 from graphboard.build import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
-from graphboard.store.msprobe_columns import sidecar_path
+from graphboard.store.msprobe_columns import columns_file_path
 
 GRAPH = "ours/layer-mapping"
 STEP_RANK = {"step": 0, "rank": 0}
@@ -206,8 +206,8 @@ def test_matching_an_msprobe_file_leaves_its_tables_as_written(
         }
     assert {"gb_match_overlay", "gb_match_actions", "gb_match_undo"} <= tables
     cache = fresh_data_dir / ".graphboard/cache"
-    # The sidecar derived before the write was restamped for the file as it is now.
-    assert list(cache.glob("*.sidecar.db")) == [sidecar_path(path, cache)]
+    # The columns file derived before the write was restamped for the file as it is now.
+    assert list(cache.glob("*.columns.db")) == [columns_file_path(path, cache)]
     assert not [
         p for p in fresh_data_dir.rglob("*") if p.name.endswith(("-wal", "-shm", "-journal"))
     ]

@@ -147,7 +147,7 @@ def test_a_read_only_data_dir_keeps_state_elsewhere(
     with TestClient(create_app(settings)) as client:
         assert client.get("/api/graphs/m/children", params=Q).status_code == 200
     assert sorted(path.name for path in root.iterdir()) == ["m.vis.db"]
-    assert list((tmp_path / "cache-home").rglob("*.sidecar.db"))
+    assert list((tmp_path / "cache-home").rglob("*.columns.db"))
 
 
 def test_security_headers_on_every_response(client: TestClient) -> None:

@@ -68,7 +68,9 @@ def test_stored_rows_rescore_to_the_stored_verdicts(
     assert checked > 50
 
 
-def test_msprobe_files_are_opened_read_only_with_a_sidecar(built: BuildFn, tmp_path: Path) -> None:
+def test_msprobe_files_are_opened_read_only_with_derived_columns(
+    built: BuildFn, tmp_path: Path
+) -> None:
     root = tmp_path / "data"
     root.mkdir()
     source = root / "m.vis.db"
@@ -83,10 +85,10 @@ def test_msprobe_files_are_opened_read_only_with_a_sidecar(built: BuildFn, tmp_p
         assert not db.writable
     assert source.read_bytes() == before
     assert sorted(path.name for path in root.iterdir()) == ["m.vis.db"]
-    assert len(list(cache.glob("*.sidecar.db"))) == 1
+    assert len(list(cache.glob("*.columns.db"))) == 1
     with open_vis_db(source, cache):  # the second open reuses it
         pass
-    assert len(list(cache.glob("*.sidecar.db"))) == 1
+    assert len(list(cache.glob("*.columns.db"))) == 1
 
 
 def _wide_graph(children: int) -> Graph:

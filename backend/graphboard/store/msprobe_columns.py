@@ -3,11 +3,11 @@
 A file msprobe wrote has only ``tb_*`` tables. Its ``gb_arrays`` columns (structure, levels,
 match state, roll-ups) and ``gb_graphs`` rows are derived from ``tb_nodes`` once, with the
 builder's own :func:`graphboard.store.arrays.structure` and :func:`~graphboard.store.arrays.roll_up`,
-and kept in a derived database (a "sidecar") in a cache folder, so the reader serves both kinds
+and kept in a derived database in a cache folder, so the reader serves both kinds
 of file the same way and the user's file is never written.
 
-A sidecar's name carries a stamp of its source (path, size, mtime, inode): a changed source
-gets a fresh sidecar and stale ones are removed. Used only by :mod:`graphboard.store.reader`.
+A derived file's name carries a stamp of its source (path, size, mtime, inode): a changed source
+gets a fresh one and stale ones are removed. Used only by :mod:`graphboard.store.reader`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from graphboard.store.columns import graph_columns, graph_counts
 from graphboard.store.param_parse import shows_tensor
 from graphboard.store.schema import counterpart_in_link
 
-SIDECAR_VERSION = 2  # 2: API collections left out of the level counts
-_SUFFIX = ".sidecar.db"
+COLUMNS_VERSION = 2  # 2: API collections left out of the level counts
+_SUFFIX = ".columns.db"
 _build_locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
 _build_locks_guard = threading.Lock()
 
@@ -52,12 +52,12 @@ def _path_key(source: Path) -> str:
 
 def _stamp(source: Path) -> str:
     status = source.stat()
-    text = f"{SIDECAR_VERSION}:{status.st_size}:{status.st_mtime_ns}:{status.st_ino}"
+    text = f"{COLUMNS_VERSION}:{status.st_size}:{status.st_mtime_ns}:{status.st_ino}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def sidecar_path(source: Path, cache_dir: Path) -> Path:
-    """Where the sidecar of ``source`` in its current state lives (it may not exist yet)."""
+def columns_file_path(source: Path, cache_dir: Path) -> Path:
+    """Where the columns file of ``source`` in its current state lives (it may not exist yet)."""
     return cache_dir / f"{_path_key(source)}-{_stamp(source)}{_SUFFIX}"
 
 
@@ -66,9 +66,9 @@ def _lock_for(key: str) -> threading.Lock:
         return _build_locks[key]
 
 
-def ensure_sidecar(source: Path, source_conn: sqlite3.Connection, cache_dir: Path) -> Path:
-    """The up-to-date sidecar of ``source``, derived through ``source_conn`` if missing."""
-    target = sidecar_path(source, cache_dir)
+def ensure_columns_file(source: Path, source_conn: sqlite3.Connection, cache_dir: Path) -> Path:
+    """The up-to-date columns file of ``source``, derived through ``source_conn`` if missing."""
+    target = columns_file_path(source, cache_dir)
     if target.exists():
         return target
     with _lock_for(_path_key(source)):
@@ -91,10 +91,10 @@ def ensure_sidecar(source: Path, source_conn: sqlite3.Connection, cache_dir: Pat
 
 
 def restamp(before: Path, source: Path, cache_dir: Path) -> None:
-    """graphboard wrote only its own tables into ``source``: the sidecar derived before the
+    """graphboard wrote only its own tables into ``source``: the columns file derived before the
     write (``before``) still holds, so give it the new stamp instead of deriving again."""
     with contextlib.suppress(OSError):
-        os.replace(before, sidecar_path(source, cache_dir))
+        os.replace(before, columns_file_path(source, cache_dir))
 
 
 def _remove_stale(current: Path) -> None:
@@ -104,7 +104,7 @@ def _remove_stale(current: Path) -> None:
             sibling.unlink(missing_ok=True)
 
 
-def connect_sidecar(path: Path) -> sqlite3.Connection:
+def connect_columns_file(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(
         path.resolve().as_uri() + "?mode=ro",
         uri=True,
@@ -201,12 +201,12 @@ def _build(source: sqlite3.Connection, temp: Path) -> None:
             "SELECT DISTINCT step, rank FROM tb_nodes ORDER BY step, rank"
         )
     ]
-    sidecar = sqlite3.connect(temp, isolation_level=None)
+    derived = sqlite3.connect(temp, isolation_level=None)
     try:
-        sidecar.execute("PRAGMA journal_mode=OFF")
-        sidecar.execute("PRAGMA synchronous=OFF")
-        sidecar.executescript(schema.GRAPHBOARD_TABLES + schema.ARRAYS_TABLE)
-        sidecar.execute("BEGIN")
+        derived.execute("PRAGMA journal_mode=OFF")
+        derived.execute("PRAGMA synchronous=OFF")
+        derived.executescript(schema.GRAPHBOARD_TABLES + schema.ARRAYS_TABLE)
+        derived.execute("BEGIN")
         for step, rank in keys:
             graphs = {side: _Graph(source, side, step, rank) for side in ("NPU", "Bench")}
             present = {side: graph for side, graph in graphs.items() if graph.names}
@@ -214,20 +214,20 @@ def _build(source: sqlite3.Connection, temp: Path) -> None:
                 other = present.get("Bench" if side == "NPU" else "NPU") if compared else None
                 columns = _columns(source, graph, other)
                 graph_id = f"{side}_{step}_{rank}"
-                arrays.write(sidecar, graph_id, graph.names, columns)
-                _write_graph_row(sidecar, graph, columns, compared, task, config)
-        sidecar.execute(
-            "INSERT INTO gb_meta (key, value) VALUES ('sidecar_version', ?)",
-            (str(SIDECAR_VERSION),),
+                arrays.write(derived, graph_id, graph.names, columns)
+                _write_graph_row(derived, graph, columns, compared, task, config)
+        derived.execute(
+            "INSERT INTO gb_meta (key, value) VALUES ('columns_version', ?)",
+            (str(COLUMNS_VERSION),),
         )
-        sidecar.execute("COMMIT")
-        sidecar.execute("PRAGMA journal_mode=DELETE")
+        derived.execute("COMMIT")
+        derived.execute("PRAGMA journal_mode=DELETE")
     finally:
-        sidecar.close()
+        derived.close()
 
 
 def _write_graph_row(
-    sidecar: sqlite3.Connection,
+    derived: sqlite3.Connection,
     graph: _Graph,
     columns: dict[str, np.ndarray[Any, Any]],
     compared: bool,
@@ -236,7 +236,7 @@ def _write_graph_row(
 ) -> None:
     counts = graph_counts(columns, graph.collections, compared)
     first = counts.first_error
-    sidecar.execute(
+    derived.execute(
         "INSERT INTO gb_graphs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         (
             f"{graph.side}_{graph.step}_{graph.rank}",

@@ -22,7 +22,7 @@ _WAL_VERSION = 2
 
 class Source(StrEnum):
     GRAPHBOARD = "graphboard"  # written by graph_build: gb_* tables inside
-    MSPROBE = "msprobe"  # tb_* only: gb_* columns come from a sidecar
+    MSPROBE = "msprobe"  # tb_* only: gb_* columns come from a derived file
 
 
 def _is_wal(path: Path) -> bool:
@@ -82,8 +82,8 @@ class OpenFile:
         if not {"tb_nodes", "tb_config"} <= tables:
             raise StoreError(f"{path.name}: not a .vis.db (no tb_nodes / tb_config table)")
         self.source = Source.GRAPHBOARD if "gb_arrays" in tables else Source.MSPROBE
-        self.sidecar_path: Path | None = None
-        self._sidecar: sqlite3.Connection | None = None
+        self.columns_file_path: Path | None = None
+        self._columns_file: sqlite3.Connection | None = None
         # gb_peer_links (a view: one row per node and peer, collectives included) replaced
         # reading gb_links directly; files built before it only have gb_links.
         self.links_source = next(
@@ -95,9 +95,9 @@ class OpenFile:
         self.derived_before_write: Path | None = None
 
     def close(self) -> None:
-        if self._sidecar is not None:
-            self._sidecar.close()
-            self._sidecar = None
+        if self._columns_file is not None:
+            self._columns_file.close()
+            self._columns_file = None
         self.conn.close()
         if self.derived_before_write is not None:
             # after the close: a WAL file's checkpoint on close changes its stamp again
@@ -114,15 +114,17 @@ class OpenFile:
         return not self.conn.execute("PRAGMA query_only").fetchone()[0]
 
     def ensure_derived(self) -> Path | None:
-        """Derive an msprobe file's columns now (its sidecar's path); None for our own files."""
+        """Derive an msprobe file's columns now (its derived columns file's path); None for our own files."""
         self._gb_conn()
-        return self.sidecar_path
+        return self.columns_file_path
 
     def _gb_conn(self) -> sqlite3.Connection:
-        """Where ``gb_graphs`` / ``gb_arrays`` are: the file itself or its sidecar."""
+        """Where ``gb_graphs`` / ``gb_arrays`` are: the file itself or its derived columns file."""
         if self.source is Source.GRAPHBOARD:
             return self.conn
-        if self._sidecar is None:
-            self.sidecar_path = msprobe_columns.ensure_sidecar(self.path, self.conn, self.cache_dir)
-            self._sidecar = msprobe_columns.connect_sidecar(self.sidecar_path)
-        return self._sidecar
+        if self._columns_file is None:
+            self.columns_file_path = msprobe_columns.ensure_columns_file(
+                self.path, self.conn, self.cache_dir
+            )
+            self._columns_file = msprobe_columns.connect_columns_file(self.columns_file_path)
+        return self._columns_file

@@ -101,11 +101,11 @@ class MatchingOverlay(FileSettings):
                 f"{self.path.name}: no graph {key.side} step {key.step} rank {key.rank}"
             )
         # The view outlives this request's connection: names come later through their own.
-        names_file = self.path if self.source is Source.GRAPHBOARD else self.sidecar_path
+        names_file = self.path if self.source is Source.GRAPHBOARD else self.columns_file_path
         assert names_file is not None
 
         def load_names() -> arrays.NameTable:
-            conn = msprobe_columns.connect_sidecar(names_file)
+            conn = msprobe_columns.connect_columns_file(names_file)
             try:
                 return arrays.read_names(conn, key.graph_id)
             finally:
