@@ -1,8 +1,7 @@
-"""Every part sink (store/sink.py) makes the tables SQLite itself would hold from the same
-rows: the compiled B-tree writer when it is built, SQLite in the caller's thread, and SQLite
-with its writer thread; row for row and column for column (with each value's type), the
-same indexes, a clean ``PRAGMA integrity_check``; and each refuses the same rows, naming the
-file, the row and what was expected."""
+"""Both part sinks (store/sink.py), the compiled B-tree writer when it is built and SQLite in
+Python, make the tables SQLite itself would hold from the same rows: row for row and column
+for column (with each value's type), the same indexes, a clean ``PRAGMA integrity_check``;
+and both refuse the same rows, naming the file, the row and what was expected."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import re
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,8 +26,7 @@ OpenSink = Callable[[Path, bool], PartSink]
 
 SINKS: dict[str, OpenSink] = {
     "compiled": lambda path, indexed: compiled_sink.CompiledSink(path, indexed),
-    "sqlite": lambda path, indexed: SqliteSink(path, indexed, in_background=False),
-    "sqlite-thread": lambda path, indexed: SqliteSink(path, indexed, in_background=True),
+    "sqlite": SqliteSink,
 }
 
 
@@ -279,44 +276,6 @@ def test_a_failing_statement_is_an_error_naming_the_file(
     assert str(raised.value) == f"{path}: no such table: gb_nowhere"
 
 
-def _sink_threads() -> list[threading.Thread]:
-    return [thread for thread in threading.enumerate() if thread.name.startswith("sink ")]
-
-
-def test_the_writer_thread_is_gone_after_a_close_an_error_or_an_abandon(tmp_path: Path) -> None:
-    part = SqliteSink(tmp_path / "closed.db", True, in_background=True)
-    part.insert_nodes([node_row(0)])
-    part.finish_nodes()
-    assert len(_sink_threads()) == 1
-    part.close()
-    assert _sink_threads() == []
-
-    part = SqliteSink(tmp_path / "failed.db", True, in_background=True)
-    part.finish_nodes()
-    part.execute("INSERT INTO gb_nowhere VALUES (1)")
-    with pytest.raises(StoreError, match="no such table: gb_nowhere"):
-        part.close()
-    assert _sink_threads() == []
-
-    part = SqliteSink(tmp_path / "raised.db", True, in_background=True)
-    part.finish_nodes()
-    part.execute("INSERT INTO gb_nowhere VALUES (1)")
-    with pytest.raises(StoreError, match="no such table: gb_nowhere"):
-        for n in range(100_000):  # until the thread has met the error: the next call raises it
-            part.execute(_STACK_INSERT, (f"s{n}", "[]"))
-    with pytest.raises(StoreError, match="no such table: gb_nowhere"):
-        part.close()  # raises it again, and still stops the thread
-    assert _sink_threads() == []
-
-    part = SqliteSink(tmp_path / "abandoned.db", True, in_background=True)
-    part.insert_nodes(node_row(n) for n in range(3000))
-    part.finish_nodes()
-    for n in range(20):  # more than the queue holds: the thread drains it to the end
-        part.execute(_STACK_INSERT, (f"s{n}", "[]"))
-    part.abandon()
-    assert _sink_threads() == []
-
-
 def test_an_error_in_the_rows_leaves_the_part_to_abandon(
     open_part: OpenSink, tmp_path: Path
 ) -> None:
@@ -328,7 +287,6 @@ def test_an_error_in_the_rows_leaves_the_part_to_abandon(
     with pytest.raises(RuntimeError, match="the formatting failed"):
         part.insert_nodes(rows())
     part.abandon()
-    assert _sink_threads() == []
 
 
 def test_open_sink_takes_the_compiled_writer_only_when_it_is_built(tmp_path: Path) -> None:
