@@ -15,7 +15,10 @@ from graphboard.graph.model import BENCH, NPU, Graph
 
 
 def pairs(target: Graph) -> dict[str, str | None]:
-    return {name: (item.match.name if item.match else None) for name, item in target.nodes.items()}
+    return {
+        name: (item.counterpart.name if item.counterpart else None)
+        for name, item in target.nodes.items()
+    }
 
 
 def two_layer(prefix: str = "Module.block", api_counter: int = 0) -> Graph:
@@ -116,8 +119,8 @@ def test_pairs_are_one_to_one_and_both_ways() -> None:
     target, golden = two_layer(), two_layer()
     match_graphs(target, golden, MatchMode.FUZZY)
     for name, item in target.nodes.items():
-        assert item.match is not None and item.match.match is item, name
-    assert len({id(item.match) for item in target.nodes.values()}) == len(target.nodes)
+        assert item.counterpart is not None and item.counterpart.counterpart is item, name
+    assert len({id(item.counterpart) for item in target.nodes.values()}) == len(target.nodes)
 
 
 def test_bad_layer_mapping_files(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ class Matched:
 
 
 def match(target: Graph, golden: Graph, options: BuildOptions) -> Matched:
-    """Pair target and golden nodes (default, -fm or -lm), setting each node's ``match``."""
+    """Pair target and golden nodes (default, -fm or -lm), setting each node's ``counterpart``."""
     mode = common_mode(target, golden, layer_mapping=bool(options.layer_mapping))
     mapping: LayerMapping | None = None
     if isinstance(options.layer_mapping, Path):

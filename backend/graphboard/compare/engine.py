@@ -108,9 +108,11 @@ def compare_nodes(target: Graph, golden: Graph, mode: DataMode, nodes: Iterable[
     """Score the matched nodes among ``nodes`` of ``target``, but API collections, which
     take their children's worst index once the children are scored (settle_collections)."""
     for node in nodes:
-        if node.match is None or node.type is NodeType.API_COLLECTION:
+        if node.counterpart is None or node.type is NodeType.API_COLLECTION:
             continue
-        comparison = compare_pair(node, node.match, mode, target.tensor_dir, golden.tensor_dir)
+        comparison = compare_pair(
+            node, node.counterpart, mode, target.tensor_dir, golden.tensor_dir
+        )
         node.comparison = comparison
         node.precision = comparison.precision_index if comparison is not None else None
 
@@ -120,7 +122,7 @@ def api_collections(target: Graph) -> list[Node]:
     return [
         node
         for node in target.nodes.values()
-        if node.match is not None and node.type is NodeType.API_COLLECTION
+        if node.counterpart is not None and node.type is NodeType.API_COLLECTION
     ]
 
 

@@ -6,7 +6,7 @@
 - layer mapping (-lm): module paths renamed by the mapping (renamed classes allowed), APIs
   by call order inside each mapped pair.
 
-Pairs are one-to-one and stored both ways in ``Node.match``. All modes are linear.
+Pairs are one-to-one and stored both ways in ``Node.counterpart``. All modes are linear.
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ _MODULE = re.compile(
 
 
 def _pair(target: Node, golden: Node) -> bool:
-    if target.match is not None or golden.match is not None:
+    if target.counterpart is not None or golden.counterpart is not None:
         return False
-    target.match = golden
-    golden.match = target
+    target.counterpart = golden
+    golden.counterpart = target
     return True
 
 
@@ -57,11 +57,11 @@ def _pair_apis_by_order(target: Node, golden: Node) -> None:
     """Pair the API children of a matched pair by (API, direction) and call order."""
     golden_apis: dict[str, list[Node]] = defaultdict(list)
     for child in golden.children:
-        if child.type is NodeType.API and child.match is None:
+        if child.type is NodeType.API and child.counterpart is None:
             golden_apis[_api_key(child.name)].append(child)
     taken: dict[str, int] = defaultdict(int)
     for child in target.children:
-        if child.type is not NodeType.API or child.match is not None:
+        if child.type is not NodeType.API or child.counterpart is not None:
             continue
         key = _api_key(child.name)
         candidates = golden_apis.get(key)
@@ -79,7 +79,7 @@ def _match_default(target: Graph, golden: Graph) -> None:
         if node.parent is None:
             if other.parent is None:
                 _pair(node, other)
-        elif other.parent is not None and node.parent.match is other.parent:
+        elif other.parent is not None and node.parent.counterpart is other.parent:
             _pair(node, other)
 
 
@@ -91,8 +91,8 @@ def _match_fuzzy(target: Graph, golden: Graph) -> None:
         if other is not None and other.type is not NodeType.API:
             _pair(node, other)
     for node in target.walk():
-        if node.type is not NodeType.API and node.match is not None:
-            _pair_apis_by_order(node, node.match)
+        if node.type is not NodeType.API and node.counterpart is not None:
+            _pair_apis_by_order(node, node.counterpart)
 
 
 class _PathMapper:
@@ -148,10 +148,10 @@ def _match_layer_mapping(target: Graph, golden: Graph, mapping: LayerMapping) ->
         if other is not None:
             _pair(node, other)
     for node in target.walk():
-        if node.type is not NodeType.API and node.match is not None:
-            _pair_apis_by_order(node, node.match)
+        if node.type is not NodeType.API and node.counterpart is not None:
+            _pair_apis_by_order(node, node.counterpart)
     for node in target.walk():  # APIs outside any matched module: by name
-        if node.type is NodeType.API and node.match is None:
+        if node.type is NodeType.API and node.counterpart is None:
             other = golden.nodes.get(node.name)
             if other is not None:
                 _pair(node, other)
@@ -169,8 +169,8 @@ def match_graphs(
         _match_layer_mapping(target, golden, mapping or LayerMapping())
     else:
         _match_default(target, golden)
-    target_matched = sum(1 for node in target.nodes.values() if node.match is not None)
-    golden_matched = sum(1 for node in golden.nodes.values() if node.match is not None)
+    target_matched = sum(1 for node in target.nodes.values() if node.counterpart is not None)
+    golden_matched = sum(1 for node in golden.nodes.values() if node.counterpart is not None)
     return MatchStats(
         target_matched,
         len(target.nodes) - target_matched,

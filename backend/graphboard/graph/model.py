@@ -64,7 +64,7 @@ class Node:
     micro_step: int | None = None
     batch_p2p: list[dict[str, Any]] | None = None
     # Filled by compare / overflow / distributed:
-    match: Node | None = None
+    counterpart: Node | None = None  # the other side's node it is paired with, in a compare
     precision: float | None = None
     overflow: str | None = None
     comparison: Any = None  # graphboard.compare.result.NodeComparison, matched target nodes
@@ -161,12 +161,12 @@ class Graph:
         return self._ordered
 
     def release(self) -> None:
-        """Break the node cycles (parent <-> children, target <-> golden match) once the graph
+        """Break the node cycles (parent <-> children, target <-> golden counterpart) once the graph
         is written, so reference counting frees it at once. Left to the cyclic collector, a
         27k-record compare's half a million objects cost 0.4 s of traversal when it resumes,
         a million-record one tens of seconds. The graph is unusable afterwards."""
         for node in self.nodes.values():
             node.parent = None  # children lists alone form a tree: no cycle
-            node.match = None
+            node.counterpart = None
         self.nodes = {}
         self._ordered = []

@@ -113,8 +113,8 @@ def _rows_of(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any
     for node in nodes:
         inputs, outputs = node_display_json(node.params, node.name, context.mode, node.comparison)
         link = "[]"
-        if context.links is Links.MATCHED and node.match is not None:
-            link = _link_path(node.match)
+        if context.links is Links.MATCHED and node.counterpart is not None:
+            link = _link_path(node.counterpart)
         yield (
             f"{graph_id}_{node.name}",
             graph_id,
@@ -147,7 +147,7 @@ def _node_columns(graph: Graph, ordered: list[Node], compared: bool) -> dict[str
 
     return columns.graph_columns(
         [arrays.NONE if node.parent is None else node.parent.order for node in ordered],
-        [None if node.match is None else node.match.order for node in ordered]
+        [None if node.counterpart is None else node.counterpart.order for node in ordered]
         if compared
         else None,
         [node.precision for node in ordered],

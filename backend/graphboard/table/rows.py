@@ -169,8 +169,8 @@ def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = Non
             raise TableTooSlow(
                 f"{db.path.name}: the table of step {step}, rank {rank} took too long"
             )
-        twin = golden_nodes.get(int(counterpart[node.node_order]))
-        rows = paired_stored(node, twin)
+        golden_node = golden_nodes.get(int(counterpart[node.node_order]))
+        rows = paired_stored(node, golden_node)
         code = int(introduced[node.node_order])
         starts_here = (label_of_code(code) if code > 0 else None) or ""
         stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only

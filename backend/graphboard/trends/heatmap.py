@@ -218,8 +218,10 @@ def _cells(
     if not db.has_graph(golden):
         return [(None, name) for _value, name in cells]
     orders = db.orders_of_names(golden, [node.name for node in firsts])
-    twins = [replace(node, order=orders[node.name]) for node in firsts if node.name in orders]
-    golden_read = _read(db, golden, twins)
+    counterparts = [
+        replace(node, order=orders[node.name]) for node in firsts if node.name in orders
+    ]
+    golden_read = _read(db, golden, counterparts)
     differences: list[_Cell] = []
     for (value, name), node in zip(cells, firsts, strict=True):
         order = orders.get(node.name)
