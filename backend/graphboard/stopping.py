@@ -90,7 +90,7 @@ def _prctl() -> Callable[..., int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        import ctypes  # here: ~3 ms that only a child's first request needs
+        import ctypes  # here: only a child's first request needs it
 
         prctl: Callable[..., int] = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):

@@ -47,7 +47,7 @@ def finish_build(
         conn = _merged(parts, temp)
         clock.lap("merge parts")
         sides = (NPU, BENCH) if options.compare else (NPU,)
-        from graphboard.distributed import link_ranks  # not needed before: 40 ms of imports
+        from graphboard.distributed import link_ranks  # imported when first needed
 
         with without_cycle_collection():  # a link allocates as a task does (see there)
             link_summary = link_ranks(

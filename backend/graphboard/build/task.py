@@ -106,7 +106,7 @@ def _write_part(
         clock.lap("rows")
         sink.finish_nodes()
         writer.write_summaries(sink, pairs)
-        from graphboard.distributed import collect_comm_nodes  # only now: 40 ms of imports
+        from graphboard.distributed import collect_comm_nodes  # imported when first needed
 
         comm_nodes = [node for graph, _ in pairs for node in collect_comm_nodes(graph)]
         sink.close()

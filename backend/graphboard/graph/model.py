@@ -162,9 +162,9 @@ class Graph:
 
     def release(self) -> None:
         """Break the node cycles (parent <-> children, target <-> golden counterpart) once the graph
-        is written, so reference counting frees it at once. Left to the cyclic collector, a
-        27k-record compare's half a million objects cost 0.4 s of traversal when it resumes,
-        a million-record one tens of seconds. The graph is unusable afterwards."""
+        is written, so reference counting frees it at once: left to the cyclic collector, its
+        objects would be traversed again when the collector resumes, a cost that grows with the
+        graph. The graph is unusable afterwards."""
         for node in self.nodes.values():
             node.parent = None  # children lists alone form a tree: no cycle
             node.counterpart = None
