@@ -29,6 +29,3 @@ class PartSink(Statements, Protocol):
     def close(self) -> None: ...
 
     def abandon(self) -> None: ...
-
-
-NodeWriter = PartSink  # the old name, until build/ and writer.py say PartSink
