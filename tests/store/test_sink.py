@@ -240,13 +240,18 @@ def test_a_full_disk_is_an_error_naming_the_file(kind: str, tmp_path: Path) -> N
     assert re.search("disk I/O error|database or disk is full|File too large", reason), reason
 
 
+def _one_row_finished(open_part: OpenSink, path: Path) -> PartSink:
+    part = open_part(path, True)
+    part.insert_nodes([node_row(0)])
+    part.finish_nodes()
+    return part
+
+
 def test_statements_run_after_the_nodes_are_finished_and_rows_are_refused(
     open_part: OpenSink, tmp_path: Path
 ) -> None:
     path = tmp_path / "early.db"
-    part = open_part(path, True)
-    part.insert_nodes([node_row(0)])
-    part.finish_nodes()
+    part = _one_row_finished(open_part, path)
     part.finish_nodes()  # twice is harmless
     part.executemany(_STACK_INSERT, iter([("s", "[]"), ("t", "[]")]))
     with pytest.raises(
@@ -265,9 +270,7 @@ def test_a_failing_statement_is_an_error_naming_the_file(
     open_part: OpenSink, tmp_path: Path
 ) -> None:
     path = tmp_path / "bad.db"
-    part = open_part(path, True)
-    part.insert_nodes([node_row(0)])
-    part.finish_nodes()
+    part = _one_row_finished(open_part, path)
     with pytest.raises(StoreError) as raised:
         part.execute("INSERT INTO gb_nowhere VALUES (1)")
         part.execute(_STACK_INSERT, ("s", "[]"))
