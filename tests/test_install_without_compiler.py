@@ -130,9 +130,6 @@ def test_the_venv_imports_the_wheels_graphboard_with_no_compiled_part(venv: Path
     assert parts == str(sorted((name, False) for name in PARTS))
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="stages still import compiled modules directly"
-)
 def test_the_installed_graph_build_makes_the_compiled_paths_file(
     venv: Path, tmp_path: Path
 ) -> None:

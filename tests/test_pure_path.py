@@ -129,9 +129,6 @@ print(json.dumps(sorted(name for name in sys.modules if name.startswith("graphbo
 """
 
 
-@pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="stages still import compiled modules directly"
-)
 def test_the_pure_path_loads_no_compiled_module(tmp_path: Path) -> None:
     cases = [
         _arguments(case)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphboard.accel import _summary
+from graphboard import accel
 from graphboard.compare.result import Metric
 from graphboard.dump.records import Param, Stat
 
@@ -97,10 +97,13 @@ def summary_metrics_in_python(target: Param | None, golden: Param | None) -> dic
     }
 
 
-_summary.configure(SUMMARY_METRIC_NAMES, NA, NAN)
-summary_metrics: Callable[[Param | None, Param | None], dict[str, Metric]] = (
-    _summary.summary_metrics
-)
+_summary = accel.compiled("summary")
+summary_metrics: Callable[[Param | None, Param | None], dict[str, Metric]]
+if _summary is None:
+    summary_metrics = summary_metrics_in_python
+else:
+    _summary.configure(SUMMARY_METRIC_NAMES, NA, NAN)
+    summary_metrics = _summary.summary_metrics
 
 
 def crc32_of(value: Any) -> str:

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from graphboard.accel import _records
+from graphboard import accel
 from graphboard.errors import DumpError
 
 MAX_DEPTH = 400
@@ -93,7 +93,7 @@ def is_parameters_grad(name: str) -> bool:
     )
 
 
-_text_statistics = 0  # as _records.c counts them: see text_statistics_read
+_text_statistics = 0  # as _records.c counts its own: see text_statistics_read
 
 
 def _tensor_stat(value: Any) -> Stat:
@@ -111,7 +111,8 @@ def text_statistics_read() -> int:
     """How many tensor statistics were read as text so far, by either parser (both count them
     as they go, at no cost to a number): a caller that sees the count move while it parses
     scans its records for them, and only then."""
-    return _text_statistics + _records.text_statistics_read()
+    compiled = 0 if _records is None else _records.text_statistics_read()
+    return _text_statistics + compiled
 
 
 STAT_FIELDS = ("Max", "Min", "Mean", "Norm")
@@ -255,7 +256,9 @@ def _flatten(
         out.append(_leaf(key, role, {"type": type(value).__name__, "value": value}))
 
 
-_records.configure(Param, LEAF_FIELDS, _flatten, _shapes, _SECTIONS, tuple(Role))
+_records = accel.compiled("records")
+if _records is not None:
+    _records.configure(Param, LEAF_FIELDS, _flatten, _shapes, _SECTIONS, tuple(Role))
 
 
 def parse_record(name: str, record: Any, path: Path) -> list[Param]:
@@ -265,7 +268,7 @@ def parse_record(name: str, record: Any, path: Path) -> list[Param]:
     by _records.c under the rules of ``_leaf``; it hands every other item to ``_flatten``,
     and a record it cannot read to the code below, which says what is wrong with it.
     """
-    if record.__class__ is dict and not is_parameters_grad(name):
+    if _records is not None and record.__class__ is dict and not is_parameters_grad(name):
         params = _records.parse_sections(record, path, name)
         if params is not None:
             return params

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard.accel import _records
+from graphboard import accel
 
 # A pretty-printed object's first key, indented by the file's unit (msprobe's: one space).
 INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
@@ -31,7 +31,8 @@ def count_line_starts_in_python(text: bytes, prefix: bytes) -> int:
     return text.count(b"\n" + prefix)
 
 
-count_line_starts = _records.count_line_starts
+_records = accel.compiled("records")
+count_line_starts = count_line_starts_in_python if _records is None else _records.count_line_starts
 
 # A JSON string, with what follows it up to a colon (a key's), or a bracket.
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"[ \t\n\r]*:?|[{}\[\]]', re.DOTALL)
@@ -53,7 +54,7 @@ def count_keys_in_python(text: bytes, depth: int) -> int:
     return count
 
 
-count_keys = _records.count_keys
+count_keys = count_keys_in_python if _records is None else _records.count_keys
 
 
 def repeated_keys(raw: bytes, parsed: dict[str, Any], member: str | None) -> list[str]:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard.accel import _records
+from graphboard import accel
 from graphboard.dump.construct import Construct, read_construct
 from graphboard.dump.jsonio import DumpFile
 from graphboard.dump.layout import TENSOR_DIR, RankDir
@@ -99,19 +99,22 @@ class DumpRecords:
 
     def __reduce__(self) -> tuple[Any, ...]:
         header = (self.task, self.level, self.framework, self.dump_data_dir)
-        packed = _records.pack_params(self.params)
+        packed = self.params if _records is None else _records.pack_params(self.params)
         return (_unpickle_records, (packed, self.batch_p2p, self.has_md5, header, self.warnings))
 
 
+_records = accel.compiled("records")
+
+
 def _unpickle_records(
-    packed: bytes,
+    packed: Any,
     batch_p2p: dict[str, list[dict[str, object]]],
     has_md5: bool,
     header: tuple[Any, Any, Any, Any],
     warnings: list[str],
 ) -> DumpRecords:
     records = DumpRecords.__new__(DumpRecords)
-    records.params = _records.unpack_params(packed)
+    records.params = packed if _records is None else _records.unpack_params(packed)
     records.batch_p2p = batch_p2p
     records.has_md5 = has_md5
     records.warnings = warnings
