@@ -17,7 +17,7 @@ import orjson
 
 from graphboard.store.statements import Statements
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: gb_params
 
 TB_NODES_COLUMNS = (
     "id",
@@ -142,8 +142,19 @@ CREATE TABLE IF NOT EXISTS gb_arrays (
 """
 
 
+# Each node's parameters typed, as the builder had them: see store/param_table.py.
+PARAMS_TABLE = """
+CREATE TABLE IF NOT EXISTS gb_params (
+    graph_id TEXT NOT NULL,        -- "{data_source}_{step}_{rank}", as tb_nodes.graph_id
+    node_order INTEGER NOT NULL,   -- as tb_nodes.node_order
+    data BLOB NOT NULL,            -- JSON array of the node's parameters (param_table.FIELDS)
+    PRIMARY KEY (graph_id, node_order)
+) WITHOUT ROWID;
+"""
+
+
 def create_tables(conn: sqlite3.Connection) -> None:
-    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + ARRAYS_TABLE)
+    conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + ARRAYS_TABLE + PARAMS_TABLE)
 
 
 def create_indexes(conn: Statements) -> None:

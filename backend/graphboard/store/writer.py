@@ -20,7 +20,7 @@ import orjson
 
 from graphboard.compare.result import DataMode, Level
 from graphboard.graph.model import Graph, Node, NodeType
-from graphboard.store import schema
+from graphboard.store import param_table, schema
 from graphboard.store.display import node_display_json
 from graphboard.store.sink import PartSink
 from graphboard.store.sink import open_db as open_db  # build/finish.py opens parts with it
@@ -194,7 +194,7 @@ _STACK_INSERT = "INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)"
 
 
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
-    """graphboard's per-graph tables (gb_graphs, gb_arrays), once the graphs are scored.
+    """graphboard's per-graph tables (gb_graphs, gb_arrays, gb_params), once the graphs are scored.
 
     Only these need numpy (store/arrays.py), so it is imported here, not at start-up: a lone
     task gets here while the process writing its part finishes tb_nodes, so the import (0.1 s)
@@ -202,6 +202,7 @@ def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) 
     """
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
+    param_table.write(conn, (graph for graph, _counterpart in graphs))
 
 
 def write_graphs(
@@ -273,7 +274,7 @@ def write_meta(conn: sqlite3.Connection, meta: dict[str, Any]) -> None:
     )
 
 
-_COPIED_TABLES = ("tb_nodes", "tb_stack", "gb_graphs", "gb_arrays")
+_COPIED_TABLES = ("tb_nodes", "tb_stack", "gb_graphs", "gb_arrays", param_table.TABLE)
 
 
 def merge_part(conn: sqlite3.Connection, part: Path) -> None:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from graphboard.dump.records import Param
+from graphboard.store import param_table
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.param_parse import params_from_display
+from graphboard.store.reader.opening import Source, table_names
 from graphboard.store.reader.stored import json_or
 from graphboard.store.reader.summaries import BY_GRAPH, NodeSummaries, NodeSummary
 
@@ -47,6 +49,8 @@ class StoredNode(NamedTuple):
 
 class NodeData(NodeSummaries):
     """Nodes' stored dicts, as the node view and the whole-graph tables read them."""
+
+    _typed_params: bool | None = None  # see _has_typed_params
 
     def node(self, key: GraphKey, name: str) -> NodeRecord | None:
         summary = self.summary(key, name)
@@ -89,12 +93,49 @@ class NodeData(NodeSummaries):
             return None
         return json_or(row[0], {}), json_or(row[1], {}), str(row[2]) if row[2] else None
 
+    def _has_typed_params(self) -> bool:
+        """Whether the file keeps its nodes' parameters typed (gb_params): graphboard's files
+        since that table, never msprobe's; asked once per file."""
+        if self._typed_params is None:
+            self._typed_params = self.source is Source.GRAPHBOARD and param_table.TABLE in (
+                table_names(self.conn)
+            )
+        return self._typed_params
+
     def params(self, key: GraphKey, name: str) -> list[Param] | None:
-        """A node's parameters rebuilt from its stored rows (None: no node of that name)."""
-        stored = self.stored_data(key, name)
-        if stored is None:
+        """A node's parameters as the builder had them (None: no node of that name): from
+        gb_params, or parsed back from the display strings of a file without it."""
+        if not self._has_typed_params():
+            stored = self.stored_data(key, name)
+            if stored is None:
+                return None
+            return params_from_display(name, stored[0], stored[1])
+        row = self.conn.execute(
+            _TYPED_SELECT + BY_GRAPH + " AND t.node_name = ?", (key.step, key.rank, key.side, name)
+        ).fetchone()
+        if row is None:
             return None
-        return params_from_display(name, stored[0], stored[1])
+        return [] if row[2] is None else param_table.decode(row[2])
+
+    def params_by_order(self, key: GraphKey, orders: Sequence[int]) -> dict[int, list[Param]]:
+        """The parameters of the given nodes, by node_order, as :meth:`params` gives them."""
+        wanted = sorted({int(order) for order in orders})
+        if self._has_typed_params():
+            return {
+                int(order): [] if data is None else param_table.decode(data)
+                for order, _name, data in self.rows_in(key, _TYPED_SELECT, "node_order", wanted)
+            }
+        return {
+            int(order): params_from_display(
+                str(name), _dict_or_empty(json_or(inputs, {})), _dict_or_empty(json_or(outputs, {}))
+            )
+            for order, name, inputs, outputs in self.rows_in(
+                key,
+                "SELECT t.node_order, t.node_name, t.input_data, t.output_data FROM main.tb_nodes t",
+                "node_order",
+                wanted,
+            )
+        }
 
     def stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
         """Every node of the graph holding parameters, in node order, read by one query (a
@@ -177,6 +218,13 @@ class NodeData(NodeSummaries):
                 sorted(set(names)),
             )
         }
+
+
+_TYPED_SELECT = (
+    "SELECT t.node_order, t.node_name, p.data FROM main.tb_nodes t LEFT JOIN main."
+    + param_table.TABLE
+    + " p ON p.graph_id = t.graph_id AND p.node_order = t.node_order"
+)
 
 
 def _dict_or_empty(value: Any) -> dict[str, Any]:

@@ -1,0 +1,203 @@
+"""gb_params: a graphboard file's params() are the Params the builder had, field for field
+(floats exactly: nan, infinities, -0.0, ints kept ints), for every shared fixture; files
+without the table (msprobe's, older graphboard files) still parse their display strings."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fixture_cases import fixture_path, reference_db
+from graphboard.build import BuildOptions, plan_build, run_build
+from graphboard.build.stages import Side, hierarchy, read
+from graphboard.dump.records import Param, Role
+from graphboard.graph.model import Graph
+from graphboard.store import param_parse, param_table
+from graphboard.store.reader import GraphKey, Source, VisDb, open_vis_db
+
+# Every shared fixture folder: (case, target, golden or None).
+CASES: list[tuple[str, str, str | None]] = [
+    ("convnet-stats", "target", "golden"),
+    ("convnet-md5", "target", "golden"),
+    ("convnet-tensor", "target", "golden"),
+    ("convnet-overflow", "target", None),
+    ("convnet-ddp2", "target", "golden"),
+    ("layer-mapping", "target", "golden"),
+    ("msprobe-resnet50-gpu", "step1", "step0"),
+]
+
+
+def same(left: Any, right: Any) -> bool:
+    """Equal and of the same type all the way down; nan equals nan, -0.0 is not 0.0."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, float):
+        return (math.isnan(left) and math.isnan(right)) or (
+            left == right and math.copysign(1, left) == math.copysign(1, right)
+        )
+    if isinstance(left, list | tuple):
+        return len(left) == len(right) and all(map(same, left, right))
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(same(left[k], right[k]) for k in left)
+    return bool(left == right)
+
+
+def assert_same_params(found: list[Param], expected: list[Param], where: str) -> None:
+    assert len(found) == len(expected), where
+    for got, want in zip(found, expected, strict=True):
+        for field in param_table.FIELDS:
+            assert same(getattr(got, field), getattr(want, field)), (
+                f"{where} {want.key}.{field}: {getattr(got, field)!r} != {getattr(want, field)!r}"
+            )
+
+
+def _builder_graphs(options: BuildOptions) -> list[Graph]:
+    graphs = []
+    for task in plan_build(options).tasks:
+        for side in (Side.target_of(task), Side.golden_of(task)):
+            if side is not None:
+                graphs.append(hierarchy(side, read(side)))
+    return graphs
+
+
+def _non_finite(graphs: list[Graph]) -> int:
+    return sum(
+        1
+        for graph in graphs
+        for node in graph.nodes.values()
+        for param in node.params or []
+        for value in (param.max, param.min, param.mean, param.norm)
+        if isinstance(value, float) and not math.isfinite(value)
+    )
+
+
+@pytest.mark.parametrize(("case", "target", "golden"), CASES, ids=[c[0] for c in CASES])
+def test_a_graphboard_files_params_are_the_builders(
+    tmp_path: Path, case: str, target: str, golden: str | None
+) -> None:
+    root = fixture_path(case)
+    options = BuildOptions(
+        target=root / target,
+        golden=None if golden is None else root / golden,
+        output_dir=tmp_path,
+        overflow_check=golden is None,
+    )
+    path = run_build(options).path
+    graphs = _builder_graphs(options)
+    with open_vis_db(path, tmp_path / "cache") as db:
+        assert db.source is Source.GRAPHBOARD
+        for graph in graphs:
+            key = GraphKey(graph.side, graph.step, graph.rank)
+            for name, node in graph.nodes.items():
+                found = db.params(key, name)
+                assert found is not None, name
+                assert_same_params(found, node.params or [], f"{case} {graph.graph_id} {name}")
+            by_order = db.params_by_order(key, [node.order for node in graph.nodes.values()])
+            assert len(by_order) == len(graph.nodes)
+            for node in graph.nodes.values():
+                assert_same_params(by_order[node.order], node.params or [], node.name)
+            assert db.params(key, "no such node") is None
+    if case == "convnet-overflow":  # the case holding infinities and NaN statistics
+        assert _non_finite(graphs)
+
+
+def test_values_json_cannot_hold_come_back_exactly() -> None:
+    params = [
+        Param(
+            "output.0",
+            Role.OUTPUT,
+            "torch.Tensor",
+            "torch.float32",
+            (2, 3),
+            math.inf,
+            -math.inf,
+            math.nan,
+            -0.0,
+            True,
+            None,
+            "a.pt",
+            None,
+            None,
+            True,
+        ),
+        Param(
+            "input.1",
+            Role.INPUT,
+            "int",
+            None,
+            None,
+            2**70,
+            1,
+            1.0,
+            0,
+            value=2**70,
+            extra={"group_ranks": [0, 1], "eps": math.nan},
+        ),
+        Param(
+            "weight",
+            Role.PARAMETERS_GRAD,
+            "torch.Tensor",
+            "torch.int64",
+            (4,),
+            3,
+            0,
+            "1.5",
+            None,
+            is_tensor=True,
+        ),
+        Param("input.2", Role.INPUT),
+    ]
+    for case in (params, params[2:], [params[1]]):
+        data = param_table.encode(case)
+        assert_same_params(param_table.decode(data), case, "encoded")
+    assert isinstance(param_table.encode(params[2:]), bytes)  # orjson's path
+    assert isinstance(param_table.encode(params[:1]), str)  # the standard json's
+
+
+def test_a_file_without_the_table_parses_its_display_strings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An msprobe file, and a graphboard file written before gb_params, read params() from
+    their display strings, as before."""
+    root = fixture_path("convnet-stats")
+    path = run_build(
+        BuildOptions(target=root / "target", golden=root / "golden", output_dir=tmp_path)
+    ).path
+    key = GraphKey("NPU", 0, 0)
+    with open_vis_db(path, tmp_path / "cache") as db:
+        name = _a_node_with_params(db, key)
+        typed = db.params(key, name)
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE gb_params")
+    parsed: list[str] = []
+    real = param_parse.params_from_display
+
+    def counting(node_name: str, *dicts: dict[str, Any]) -> list[Param]:
+        parsed.append(node_name)
+        return real(node_name, *dicts)
+
+    monkeypatch.setattr("graphboard.store.reader.node_data.params_from_display", counting)
+    with open_vis_db(path, tmp_path / "cache") as db:
+        older = db.params(key, name)
+    assert parsed == [name] and older is not None and typed is not None
+    assert [p.key for p in older] and {p.key for p in older} == {p.key for p in typed}
+    msprobe = reference_db("convnet-stats")
+    with open_vis_db(msprobe, tmp_path / "cache") as db:
+        assert db.source is Source.MSPROBE
+        name = _a_node_with_params(db, key)
+        found = db.params(key, name)
+        assert found and parsed[-1] == name
+        assert db.params_by_order(key, [db.summary(key, name).node_order])  # type: ignore[union-attr]
+
+
+def _a_node_with_params(db: VisDb, key: GraphKey) -> str:
+    row = db.conn.execute(
+        "SELECT node_name FROM tb_nodes WHERE data_source = ? AND output_data NOT IN ('', '{}') "
+        "ORDER BY node_order LIMIT 1",
+        (key.side,),
+    ).fetchone()
+    return str(row[0])
