@@ -29,7 +29,7 @@ def score(
 
 
 def row_of(comparison: NodeComparison, key: str):  # type: ignore[no-untyped-def]
-    return next(row for row in comparison.rows if (row.npu or row.bench).key == key)  # type: ignore[union-attr]
+    return next(row for row in comparison.rows if (row.target or row.golden).key == key)  # type: ignore[union-attr]
 
 
 def test_identical_pair_passes() -> None:
@@ -227,7 +227,7 @@ def test_parameters_pair_by_name_not_position() -> None:
         tensor("output.0"),
     ]
     rows = pair_params(target, golden)
-    assert [(row.npu.key, row.bench.key) for row in rows] == [  # type: ignore[union-attr]
+    assert [(row.target.key, row.golden.key) for row in rows] == [  # type: ignore[union-attr]
         ("input.0", "input.0"),
         ("input.alpha", "input.alpha"),
         ("input.beta", "input.beta"),
@@ -242,14 +242,14 @@ def test_unpairable_names_fall_back_to_position_and_extras_are_listed() -> None:
     target = [tensor("input.0"), scalar("input.scale", 2), tensor("output.0"), tensor("output.1")]
     golden = [tensor("input.0"), scalar("input.factor", 2), tensor("output.0")]
     rows = pair_params(target, golden)
-    by_target = {row.npu.key: row for row in rows if row.npu is not None}
+    by_target = {row.target.key: row for row in rows if row.target is not None}
     assert (
-        by_target["input.scale"].bench is not None
+        by_target["input.scale"].golden is not None
         and by_target["input.scale"].paired_by == "position"
     )
-    assert by_target["output.1"].bench is None
+    assert by_target["output.1"].golden is None
     comparison = score(target, golden, name="Torch.add.0.forward")
-    assert comparison.extra_npu == ["output.1"] and comparison.extra_bench == []
+    assert comparison.extra_target == ["output.1"] and comparison.extra_golden == []
     assert comparison.level is Level.WARNING
 
 

@@ -34,7 +34,7 @@ enum { MODE_NONE = 0, MODE_SUMMARY = 1, MODE_MD5 = 2, MODE_TENSOR = 3 };
 
 /* Attribute names, interned once. */
 static PyObject *s_key, *s_role, *s_type, *s_dtype, *s_shape, *s_max, *s_min, *s_mean, *s_norm,
-    *s_requires_grad, *s_md5, *s_data_name, *s_value, *s_extra, *s_is_tensor, *s_npu, *s_metrics,
+    *s_requires_grad, *s_md5, *s_data_name, *s_value, *s_extra, *s_is_tensor, *s_target, *s_metrics,
     *s_requires_grad_consistent, *s_level, *s_label, *s_messages, *s_group_ranks, *s_group_id,
     *s_na, *s_unsupported;
 
@@ -629,7 +629,7 @@ static void side_free(Side *side) {
     Py_XDECREF(side->where);
 }
 
-/* {id(row.npu): id(row)} for the rows of a comparison that have a target parameter: ids,
+/* {id(row.target): id(row)} for the rows of a comparison that have a target parameter: ids,
  * which stay valid for the call because the caller's rows hold the rows and their params. */
 static PyObject *rows_by_param(PyObject *rows) {
     PyObject *by_param = PyDict_New();
@@ -638,19 +638,19 @@ static PyObject *rows_by_param(PyObject *rows) {
     if (sequence == NULL) goto error;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(sequence); i++) {
         PyObject *row = PySequence_Fast_GET_ITEM(sequence, i);
-        PyObject *npu = attribute(row, s_npu);
-        if (npu == NULL) goto error_sequence;
-        if (npu != Py_None) {
-            PyObject *key = PyLong_FromVoidPtr(npu), *value = PyLong_FromVoidPtr(row);
+        PyObject *target = attribute(row, s_target);
+        if (target == NULL) goto error_sequence;
+        if (target != Py_None) {
+            PyObject *key = PyLong_FromVoidPtr(target), *value = PyLong_FromVoidPtr(row);
             int failed = key == NULL || value == NULL || PyDict_SetItem(by_param, key, value) < 0;
             Py_XDECREF(key);
             Py_XDECREF(value);
             if (failed) {
-                Py_DECREF(npu);
+                Py_DECREF(target);
                 goto error_sequence;
             }
         }
-        Py_DECREF(npu);
+        Py_DECREF(target);
     }
     Py_DECREF(sequence);
     return by_param;
@@ -806,7 +806,7 @@ PyMODINIT_FUNC PyInit__render(void) {
     INTERN(s_value, "value");
     INTERN(s_extra, "extra");
     INTERN(s_is_tensor, "is_tensor");
-    INTERN(s_npu, "npu");
+    INTERN(s_target, "target");
     INTERN(s_metrics, "metrics");
     INTERN(s_requires_grad_consistent, "requires_grad_consistent");
     INTERN(s_level, "level");

@@ -22,10 +22,10 @@ def pair_params(target: list[Param], golden: list[Param]) -> list[ParamRow]:
     """Rows in target order; names pair first, leftovers of a role pair by position."""
     if len(target) == len(golden):  # the common case: the same parameters in the same order
         rows = []
-        for npu, bench in zip(target, golden, strict=True):
-            if npu.key != bench.key or npu.role is not bench.role:
+        for target_param, golden_param in zip(target, golden, strict=True):
+            if target_param.key != golden_param.key or target_param.role is not golden_param.role:
                 break
-            rows.append(ParamRow(npu, bench))
+            rows.append(ParamRow(target_param, golden_param))
         else:
             return rows  # nothing to look up
     golden_by_key = {param.key: param for param in golden}
@@ -50,13 +50,13 @@ def pair_params(target: list[Param], golden: list[Param]) -> list[ParamRow]:
         waiting = leftover_target.get(role, [])
         for position, param in enumerate(params):
             if position < len(waiting):
-                waiting[position].bench = param
+                waiting[position].golden = param
                 waiting[position].paired_by = "position"
             else:
                 extras.append(ParamRow(None, param))
     if extras:
         rows.extend(extras)
-        rows.sort(key=lambda row: _ROLE_ORDER[(row.npu or row.bench).role])  # type: ignore[union-attr]
+        rows.sort(key=lambda row: _ROLE_ORDER[(row.target or row.golden).role])  # type: ignore[union-attr]
     return rows
 
 
@@ -76,24 +76,24 @@ def compare_pair(
     checksums: list[tuple[str | None, str | None]] | None = None
     if mode is DataMode.SUMMARY:
         for row in rows:
-            row.metrics = metrics.summary_metrics(row.npu, row.bench)
+            row.metrics = metrics.summary_metrics(row.target, row.golden)
     elif mode is DataMode.MD5:
-        checksums = [(metrics.md5_of(row.npu), metrics.md5_of(row.bench)) for row in rows]
+        checksums = [(metrics.md5_of(row.target), metrics.md5_of(row.golden)) for row in rows]
     elif mode is DataMode.TENSOR:
         for row in rows:
-            npu_array, npu_problem = metrics.load_param_tensor(row.npu, target_tensor_dir)
-            bench_array, bench_problem = metrics.load_param_tensor(row.bench, golden_tensor_dir)
-            row.metrics, messages = metrics.tensor_metrics(npu_array, bench_array)
+            target_array, target_problem = metrics.load_param_tensor(row.target, target_tensor_dir)
+            golden_array, golden_problem = metrics.load_param_tensor(row.golden, golden_tensor_dir)
+            row.metrics, messages = metrics.tensor_metrics(target_array, golden_array)
             row.messages.extend(
-                message for message in (npu_problem, bench_problem, *messages) if message
+                message for message in (target_problem, golden_problem, *messages) if message
             )
     level = apply_rules(target.name, rows, mode, checksums, golden.name)
     comparison = NodeComparison(rows, level)
-    comparison.extra_npu = [
-        row.npu.key for row in rows if row.bench is None and row.npu is not None
+    comparison.extra_target = [
+        row.target.key for row in rows if row.golden is None and row.target is not None
     ]
-    comparison.extra_bench = [
-        row.bench.key for row in rows if row.npu is None and row.bench is not None
+    comparison.extra_golden = [
+        row.golden.key for row in rows if row.target is None and row.golden is not None
     ]
     return comparison
 

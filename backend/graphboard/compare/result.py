@@ -69,8 +69,8 @@ Metric = float | str  # a number, or a marker such as "N/A", "Nan", "unsupported
 class ParamRow:
     """One target parameter and its golden counterpart (either may be missing)."""
 
-    npu: Param | None
-    bench: Param | None
+    target: Param | None
+    golden: Param | None
     metrics: dict[str, Metric] = field(default_factory=dict)
     level: Level = Level.PASS
     messages: list[str] = field(default_factory=list)
@@ -79,7 +79,7 @@ class ParamRow:
 
     @property
     def is_output(self) -> bool:
-        param = self.npu or self.bench
+        param = self.target or self.golden
         return param is not None and param.role is Role.OUTPUT
 
     def raise_to(self, level: Level, message: str | None = None) -> None:
@@ -93,8 +93,8 @@ class ParamRow:
 class NodeComparison:
     rows: list[ParamRow]
     level: Level | None  # None when the node has no rows to score
-    extra_npu: list[str] = field(default_factory=list)  # target parameters with no golden twin
-    extra_bench: list[str] = field(default_factory=list)
+    extra_target: list[str] = field(default_factory=list)  # target parameters with no golden twin
+    extra_golden: list[str] = field(default_factory=list)
     # The level of a divergence that starts here, or None (``starts_here``).
     introduced_level: Level | None = field(init=False)
 
@@ -137,8 +137,8 @@ def scored_params(rows: Iterable[ParamRow]) -> Iterator[ScoredParam]:
     """The rule's view of a comparison's rows: those whose target parameter is shown scored
     (not a golden-only row, not a masked leaf)."""
     for row in rows:
-        if row.npu is not None and not row.npu.is_null:
-            yield ScoredParam(row.npu.role is not Role.OUTPUT, row.npu.is_tensor, row.level)
+        if row.target is not None and not row.target.is_null:
+            yield ScoredParam(row.target.role is not Role.OUTPUT, row.target.is_tensor, row.level)
 
 
 def starts_here(rows: list[ParamRow], level: Level | None) -> Level | None:

@@ -81,12 +81,12 @@ def _bad_pair(high: Stat, low: Stat) -> bool:
 
 def _check_inf_nan(rows: list[ParamRow]) -> None:
     for row in rows:
-        npu, bench = row.npu, row.bench
-        if npu is None or bench is None:
+        target_param, golden_param = row.target, row.golden
+        if target_param is None or golden_param is None:
             continue
-        if _bad_pair(bench.max, bench.min):
+        if _bad_pair(golden_param.max, golden_param.min):
             continue
-        if _bad_pair(npu.max, npu.min):
+        if _bad_pair(target_param.max, target_param.min):
             row.raise_to(Level.ERROR, MSG_INF_NAN)
 
 
@@ -100,28 +100,28 @@ def _check_text_statistics(rows: list[ParamRow]) -> None:
     """A tensor statistic that is text (a damaged dump) cannot be compared: msprobe shows
     N/A and passes the row; here the row says so, as a warning."""
     for row in rows:
-        npu, bench = row.npu, row.bench
+        target_param, golden_param = row.target, row.golden
         # Eight class tests inline, no call: this runs for every row of a statistics compare.
         if not (
-            npu is not None
+            target_param is not None
             and (
-                npu.max.__class__ is str
-                or npu.min.__class__ is str
-                or npu.mean.__class__ is str
-                or npu.norm.__class__ is str
+                target_param.max.__class__ is str
+                or target_param.min.__class__ is str
+                or target_param.mean.__class__ is str
+                or target_param.norm.__class__ is str
             )
         ) and not (
-            bench is not None
+            golden_param is not None
             and (
-                bench.max.__class__ is str
-                or bench.min.__class__ is str
-                or bench.mean.__class__ is str
-                or bench.norm.__class__ is str
+                golden_param.max.__class__ is str
+                or golden_param.min.__class__ is str
+                or golden_param.mean.__class__ is str
+                or golden_param.norm.__class__ is str
             )
         ):
             continue
         sides: list[str] = []
-        for side, param in (("target", npu), ("golden", bench)):
+        for side, param in (("target", target_param), ("golden", golden_param)):
             found = text_statistics(param) if param is not None else []
             if found:
                 stats = ", ".join(f"{field} {value!r}" for field, value in found)
@@ -136,28 +136,30 @@ def _check_common(rows: list[ParamRow], outputs: set[int], golden_name: str) -> 
     shape."""
     fused_node = _fused_projection(golden_name)  # once per node: the rows share the prefix
     for row in rows:
-        npu, bench = row.npu, row.bench
-        if npu is None or bench is None:
+        target_param, golden_param = row.target, row.golden
+        if target_param is None or golden_param is None:
             continue
         if (
-            npu.requires_grad is not None
-            and bench.requires_grad is not None
-            and npu.requires_grad != bench.requires_grad
+            target_param.requires_grad is not None
+            and golden_param.requires_grad is not None
+            and target_param.requires_grad != golden_param.requires_grad
         ):
             row.requires_grad_consistent = False
             row.raise_to(Level.ERROR, MSG_REQUIRES_GRAD)
-        npu_dtype, bench_dtype = npu.dtype or "", bench.dtype or ""
+        target_dtype, golden_dtype = target_param.dtype or "", golden_param.dtype or ""
         if (
             id(row) not in outputs
-            and "class" in npu_dtype
-            and "class" in bench_dtype
-            and npu.shape == ()
-            and npu.max != bench.max
+            and "class" in target_dtype
+            and "class" in golden_dtype
+            and target_param.shape == ()
+            and target_param.max != golden_param.max
         ):
             row.raise_to(Level.ERROR, MSG_SCALAR)
-        if npu.dtype != bench.dtype and not (fused_node or _fused_projection(bench.key)):
+        if target_param.dtype != golden_param.dtype and not (
+            fused_node or _fused_projection(golden_param.key)
+        ):
             row.raise_to(Level.ERROR, MSG_DTYPE)
-        if npu.shape != bench.shape:
+        if target_param.shape != golden_param.shape:
             row.raise_to(Level.ERROR, MSG_SHAPE)
 
 
@@ -202,10 +204,15 @@ def _check_tensors(inputs: list[ParamRow], outputs: list[ParamRow], skip_inputs:
 
 
 def _check_md5(rows: list[ParamRow], checksums: list[tuple[str | None, str | None]]) -> None:
-    for row, (npu, bench) in zip(rows, checksums, strict=True):
-        if npu == bench:
+    for row, (target_param, golden_param) in zip(rows, checksums, strict=True):
+        if target_param == golden_param:
             continue
-        if not npu or not bench or "N/A" in (npu, bench) or "Nan" in (npu, bench):
+        if (
+            not target_param
+            or not golden_param
+            or "N/A" in (target_param, golden_param)
+            or "Nan" in (target_param, golden_param)
+        ):
             row.raise_to(Level.WARNING, MSG_MD5_MISSING)
         else:
             row.raise_to(Level.ERROR, MSG_MD5)
@@ -239,9 +246,9 @@ def apply_rules(
         (outputs if row.is_output else inputs).append(row)
     checked = outputs if skip_inputs else rows
     for row in checked:
-        if row.npu is None:
+        if row.target is None:
             row.raise_to(Level.WARNING, MSG_ONLY_GOLDEN)
-        elif row.bench is None:
+        elif row.golden is None:
             row.raise_to(Level.WARNING, MSG_ONLY_TARGET)
     if mode is DataMode.MD5:
         assert checksums is not None

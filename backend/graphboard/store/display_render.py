@@ -230,7 +230,7 @@ def render_node(
     outputs: dict[str, dict[str, str]] = {}
     if params is not None:
         by_param = (
-            {id(row.npu): row for row in rows if row.npu is not None}
+            {id(row.target): row for row in rows if row.target is not None}
             if rows is not None and mode != MODE_NONE
             else {}
         )

@@ -56,26 +56,26 @@ def paired_stored(target: StoredParams | None, golden: StoredParams | None) -> l
     pairs: list[tuple[Param | None, Param | None, str | None]]
     if target is not None and golden is not None:
         rows = pair_params(target_params, golden_params)
-        pairs = [(row.npu, row.bench, row.paired_by) for row in rows]
+        pairs = [(row.target, row.golden, row.paired_by) for row in rows]
     else:
         pairs = [(param, None, None) for param in target_params] + [
             (None, param, None) for param in golden_params
         ]
     out: list[PairedParam] = []
-    for npu, bench, paired_by in pairs:
-        any_param = npu or bench
+    for target_param, golden_param, paired_by in pairs:
+        any_param = target_param or golden_param
         assert any_param is not None
         target_fields = golden_fields = None
         comparison: dict[str, Any] = {}
-        if npu is not None and target is not None:
-            name = npu.full_name(target.name)
+        if target_param is not None and target is not None:
+            name = target_param.full_name(target.name)
             own, comparison = split_fields(target_stored.get(name, {}))
             target_fields = SideFields(name, own)
-        if bench is not None and golden is not None:
-            name = bench.full_name(golden.name)
+        if golden_param is not None and golden is not None:
+            name = golden_param.full_name(golden.name)
             own, _ignored = split_fields(golden_stored.get(name, {}))
             golden_fields = SideFields(name, own)
-        both = npu is not None and bench is not None
+        both = target_param is not None and golden_param is not None
         out.append(
             PairedParam(
                 any_param.role.value,

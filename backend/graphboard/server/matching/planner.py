@@ -49,14 +49,14 @@ class Planner:
     def __init__(self, db: VisDb, step: int, rank: int, data_root: Path) -> None:
         self.db = db
         self.step, self.rank = step, rank
-        self.npu, self.bench = GraphKey(NPU, step, rank), GraphKey(BENCH, step, rank)
-        for key in (self.npu, self.bench):
+        self.target_key, self.golden_key = GraphKey(NPU, step, rank), GraphKey(BENCH, step, rank)
+        for key in (self.target_key, self.golden_key):
             if not db.has_graph(key):
                 raise NotFound(
                     f"the file has no {key.side} graph for step {step}, rank {rank}",
                     code="unknown_graph_part",
                 )
-        self.scorer = PairScorer(db, self.npu, self.bench, data_root)
+        self.scorer = PairScorer(db, self.target_key, self.golden_key, data_root)
         self.claimed: set[tuple[str, str]] = set()  # (side, name) (un)paired by this action
 
     def _summary(self, key: GraphKey, name: str) -> NodeSummary:
@@ -79,8 +79,8 @@ class Planner:
         target_twin, golden_twin = swap_direction(target), swap_direction(golden)
         if target_twin is None or golden_twin is None:
             return None
-        have_target = self.db.summary(self.npu, target_twin) is not None
-        have_golden = self.db.summary(self.bench, golden_twin) is not None
+        have_target = self.db.summary(self.target_key, target_twin) is not None
+        have_golden = self.db.summary(self.golden_key, golden_twin) is not None
         if not (have_target or have_golden):
             return None
         if have_target != have_golden:
@@ -98,7 +98,7 @@ class Planner:
     # --- match -----------------------------------------------------------------------------
 
     def check_match(self, target: str, golden: str) -> Pair:
-        t, g = self._summary(self.npu, target), self._summary(self.bench, golden)
+        t, g = self._summary(self.target_key, target), self._summary(self.golden_key, golden)
         if t.node_type != g.node_type:
             raise MatchFailure(
                 "type_mismatch",
@@ -145,11 +145,11 @@ class Planner:
     def _child_pairs(self, t: NodeSummary, g: NodeSummary) -> list[Pair]:
         """Unmatched children of a new pair, paired by (short name, type) in call order."""
         waiting: dict[tuple[str, int], deque[NodeSummary]] = defaultdict(deque)
-        for child in self.db.children(self.bench, g.name).items:
+        for child in self.db.children(self.golden_key, g.name).items:
             if not child.matched and (BENCH, child.name) not in self.claimed:
                 waiting[(short_name(child.name, child.node_type), child.node_type)].append(child)
         pairs = []
-        for child in self.db.children(self.npu, t.name).items:
+        for child in self.db.children(self.target_key, t.name).items:
             if child.matched or (NPU, child.name) in self.claimed:
                 continue
             queue = waiting.get((short_name(child.name, child.node_type), child.node_type))
@@ -160,7 +160,7 @@ class Planner:
     # --- unmatch ---------------------------------------------------------------------------
 
     def check_unmatch(self, target: str, golden: str) -> Pair:
-        t, g = self._summary(self.npu, target), self._summary(self.bench, golden)
+        t, g = self._summary(self.target_key, target), self._summary(self.golden_key, golden)
         if not t.matched or t.counterpart != golden:
             now = f"matched with {t.counterpart}" if t.matched else "not matched"
             raise MatchFailure("not_matched", f"{target} is not matched with {golden} ({now})")
@@ -186,10 +186,10 @@ class Planner:
         found: list[Pair] = []
         todo = deque([top.name])
         while todo:
-            for child in self.db.children(self.npu, todo.popleft()).items:
+            for child in self.db.children(self.target_key, todo.popleft()).items:
                 todo.append(child.name)
                 if child.matched and child.counterpart:
-                    golden = self.db.summary(self.bench, child.counterpart)
+                    golden = self.db.summary(self.golden_key, child.counterpart)
                     if golden is not None and golden.counterpart == child.name:
                         found.append((child, golden))
         return found

@@ -86,25 +86,31 @@ def display_without_comparison(stored: dict[str, Any]) -> str:
 class PairScorer:
     """Scores target/golden pairs of one (step, rank) and keeps the overlay rows to write."""
 
-    def __init__(self, db: VisDb, npu: GraphKey, bench: GraphKey, data_root: Path) -> None:
+    def __init__(
+        self, db: VisDb, target_key: GraphKey, golden_key: GraphKey, data_root: Path
+    ) -> None:
         self.db = db
-        self.npu, self.bench = npu, bench
+        self.target_key, self.golden_key = target_key, golden_key
         self.mode: DataMode | None = db.config().mode
         self.data_root = data_root
         self.rows: list[OverlayRow] = []
 
     def score(self, t: NodeSummary, g: NodeSummary) -> ScoredPair:
-        stored_t = self.db.stored_data(self.npu, t.name)
-        stored_g = self.db.stored_data(self.bench, g.name)
+        stored_t = self.db.stored_data(self.target_key, t.name)
+        stored_g = self.db.stored_data(self.golden_key, g.name)
         assert stored_t is not None and stored_g is not None
-        target_params = self.db.params(self.npu, t.name) or []
-        golden_params = self.db.params(self.bench, g.name) or []
+        target_params = self.db.params(self.target_key, t.name) or []
+        golden_params = self.db.params(self.golden_key, g.name) or []
         target_dir = golden_dir = ""
         if self.mode is DataMode.TENSOR:
-            target_dir = tensor_dir(self.db, self.data_root, stored_t[2], self.npu.side, t.name)
-            golden_dir = tensor_dir(self.db, self.data_root, stored_g[2], self.bench.side, g.name)
-            check_tensor_files(target_params, target_dir, self.npu.side, t.name)
-            check_tensor_files(golden_params, golden_dir, self.bench.side, g.name)
+            target_dir = tensor_dir(
+                self.db, self.data_root, stored_t[2], self.target_key.side, t.name
+            )
+            golden_dir = tensor_dir(
+                self.db, self.data_root, stored_g[2], self.golden_key.side, g.name
+            )
+            check_tensor_files(target_params, target_dir, self.target_key.side, t.name)
+            check_tensor_files(golden_params, golden_dir, self.golden_key.side, g.name)
         node_type = _node_type(t.node_type)
         has_record = bool(stored_t[0] or stored_t[1])  # no dump record: nothing to score
         target = Node(t.name, node_type, params=target_params if has_record else None)
@@ -117,7 +123,7 @@ class PairScorer:
         precision = comparison.precision_index if comparison is not None else None
         level = None if comparison is None or comparison.level is None else int(comparison.level)
         if node_type is NodeType.API_COLLECTION:  # as the builder: its children's worst index
-            children = self.db.children(self.npu, t.name).items
+            children = self.db.children(self.target_key, t.name).items
             precision = max((child.precision_index or 0.0 for child in children), default=0.0)
             found = level_of_precision(precision)
             level = None if found is None else int(found)
@@ -125,7 +131,7 @@ class PairScorer:
         inputs, outputs = node_display(target_params, t.name, self.mode, comparison)
         self.rows.append(
             _overlay_row(
-                self.npu,
+                self.target_key,
                 t,
                 g,
                 precision_index=precision,
@@ -135,22 +141,22 @@ class PairScorer:
                 output_data=merged_display(stored_t[1], outputs),
             )
         )
-        self.rows.append(_overlay_row(self.bench, g, t))
+        self.rows.append(_overlay_row(self.golden_key, g, t))
         return ScoredPair(t.name, g.name, precision, level)
 
     def unpair(self, t: NodeSummary, g: NodeSummary) -> ScoredPair:
-        stored = self.db.stored_data(self.npu, t.name)
+        stored = self.db.stored_data(self.target_key, t.name)
         assert stored is not None
         self.rows.append(
             _overlay_row(
-                self.npu,
+                self.target_key,
                 t,
                 None,
                 input_data=display_without_comparison(stored[0]),
                 output_data=display_without_comparison(stored[1]),
             )
         )
-        self.rows.append(_overlay_row(self.bench, g, None))
+        self.rows.append(_overlay_row(self.golden_key, g, None))
         return ScoredPair(t.name, g.name, None, None)
 
 
