@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { formatCount, formatNumber, paramKey, parseNumber, shortLabel } from '../static/js/format.js';
+import { formatCount, formatNumber, paramKey, parseNumber, shortLabel, statNumber } from '../static/js/format.js';
 
 test('parseNumber reads msprobe display strings', () => {
   assert.equal(parseNumber('1.5'), 1.5);
@@ -46,4 +46,15 @@ test('shortLabel keeps the tail of deep module names only', () => {
 test('paramKey drops the node name', () => {
   assert.equal(paramKey('Functional.gelu.0.forward.input.0', 'Functional.gelu.0.forward'), 'input.0');
   assert.equal(paramKey('other.input.0', 'Functional.gelu.0.forward'), 'other.input.0');
+});
+
+test('statNumber decodes the typed statistics of the node view, and nothing else', () => {
+  assert.equal(statNumber(1.5), 1.5);
+  assert.equal(statNumber(0), 0);
+  assert.equal(statNumber('inf'), Infinity);
+  assert.equal(statNumber('-inf'), -Infinity);
+  assert.ok(Number.isNaN(statNumber('nan')));
+  assert.equal(statNumber(null), null);
+  assert.equal(statNumber(undefined), null);
+  assert.equal(statNumber('1.5'), null); // display text is not a typed statistic
 });

@@ -2,14 +2,16 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { statsSeries } from '../static/js/charts/stats_series.js';
-import { buildIoTable, visibleGroups } from '../static/js/panels/io_table.js';
+import { buildIoTable, statText, visibleGroups } from '../static/js/panels/io_table.js';
 import { isTensor } from '../static/js/param_kind.js';
 
 const stats = (max, extra = {}) => ({ type: 'torch.Tensor', dtype: 'torch.float32', shape: '[4]', Max: max, Min: '0', Mean: '0.5', Norm: '2', data_name: '-1', ...extra });
+// what the server types for the chart and the number cells (server/param_stats.py)
+const typed = (max) => ({ max, min: 0, mean: 0.5, norm: 2 });
 const ROWS = [
-  { role: 'input', key: 'input.0', paired_by: 'name', target: { name: 'n.input.0', fields: stats('1.0') }, golden: { name: 'n.input.0', fields: stats('1.0') }, comparison: { MaxRelativeErr: '0.0%', 'Max diff': '0', Result: 'pass' }, result: 'pass', messages: [] },
-  { role: 'output', key: 'output.0', paired_by: 'name', target: { name: 'n.output.0', fields: stats('1.5') }, golden: { name: 'n.output.0', fields: stats('1.0') }, comparison: { MaxRelativeErr: '50.0%', 'Max diff': '0.5', Result: 'error' }, result: 'error', messages: ['too far'] },
-  { role: 'output', key: 'output.1', paired_by: null, target: { name: 'n.output.1', fields: stats('N/A') }, golden: null, comparison: {}, result: null, messages: [] },
+  { role: 'input', key: 'input.0', paired_by: 'name', target: { name: 'n.input.0', fields: stats('1.0'), stats: typed(1) }, golden: { name: 'n.input.0', fields: stats('1.0'), stats: typed(1) }, comparison: { MaxRelativeErr: '0.0%', 'Max diff': '0', Result: 'pass' }, result: 'pass', messages: [] },
+  { role: 'output', key: 'output.0', paired_by: 'name', target: { name: 'n.output.0', fields: stats('1.5'), stats: typed(1.5) }, golden: { name: 'n.output.0', fields: stats('1.0'), stats: typed(1) }, comparison: { MaxRelativeErr: '50.0%', 'Max diff': '0.5', Result: 'error' }, result: 'error', messages: ['too far'] },
+  { role: 'output', key: 'output.1', paired_by: null, target: { name: 'n.output.1', fields: stats('N/A'), stats: typed(null) }, golden: null, comparison: {}, result: null, messages: [] },
 ];
 
 test('columns: statistics in a fixed order, hidden bookkeeping fields dropped', () => {
@@ -84,4 +86,27 @@ test('the chart plots tensors only, and only the sides that have numbers', () =>
   const goldenOnly = [{ ...ROWS[0], target: null }];
   assert.deepEqual(statsSeries(goldenOnly).sides, ['golden']);
   assert.equal(statsSeries(SCALAR_ROWS.slice(1)).empty, true); // scalars alone: no chart
+});
+
+test('the chart plots the typed statistics, never numbers read out of the display text', () => {
+  const row = (fields, numbers) => ({ ...ROWS[0], target: { name: 'n.input.0', fields, stats: numbers }, golden: null });
+  // the text says 9 (a display string); the typed value, 3.25, is what is plotted
+  const shown = statsSeries([row(stats('9'), typed(3.25))]).stats.find((s) => s.stat === 'Max');
+  assert.deepEqual(shown.target, [3.25]);
+  // no typed statistics (a side without them): nothing to plot, whatever the text says
+  assert.equal(statsSeries([row(stats('9'), undefined)]).empty, true);
+  // NaN and infinities arrive as strings and are not plotted; the other statistics are
+  const odd = statsSeries([row(stats('nan'), { max: 'nan', min: '-inf', mean: 'inf', norm: 4 })]).stats;
+  assert.deepEqual(odd.map((s) => s.keys.length), [0, 0, 0, 1]);
+});
+
+test('a statistic cell is formatted from its typed value, other fields shown as stored', () => {
+  const fields = stats('0.1234567891', { md5: '1234' });
+  assert.equal(statText(fields, typed(0.1234567891), 'Max'), '0.123457');
+  assert.equal(statText(fields, { max: 'inf' }, 'Max'), '+Inf');
+  assert.equal(statText(fields, { max: 'nan' }, 'Max'), 'NaN');
+  assert.equal(statText(fields, null, 'Max'), '0.1234567891'); // no number: the text as stored
+  assert.equal(statText(fields, typed(1), 'md5'), '1234'); // not a statistic: never parsed
+  assert.equal(statText(fields, typed(1), 'dtype'), 'torch.float32');
+  assert.equal(statText({ value: '7' }, typed(7), 'Max'), '–'); // a scalar shows no Max
 });

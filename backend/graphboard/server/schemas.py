@@ -140,9 +140,30 @@ class ChildrenPage(ApiModel):
     next_cursor: int | None = Field(description="pass as cursor for the next page")
 
 
+# A statistic as a number; JSON has no NaN or infinities, so those are "nan", "inf", "-inf";
+# null: no number (none recorded, text, or a boolean).
+StatNumber = float | int | Literal["nan", "inf", "-inf"] | None
+
+
+class ParamStats(ApiModel):
+    """A parameter's statistics as numbers (server/param_stats.py), for charts and formatting."""
+
+    max: StatNumber
+    min: StatNumber
+    mean: StatNumber
+    norm: StatNumber
+
+
 class ParamFields(ApiModel):
     name: str = Field(description="full parameter name as stored")
-    fields: dict[str, Any] = Field(description="the parameter's own statistics, as stored")
+    fields: dict[str, Any] = Field(
+        description="the parameter's own fields as stored: msprobe's display text, shown as text"
+    )
+    stats: ParamStats | None = Field(
+        default=None,
+        description='its Max, Min, Mean and Norm as numbers ("nan", "inf", "-inf" for those '
+        "JSON cannot hold); null when the node's parameters do not include it",
+    )
 
 
 class ParamRowOut(ApiModel):

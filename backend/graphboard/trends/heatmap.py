@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from graphboard.dump.records import Param
 from graphboard.store.reader import FileConfig, GraphKey, VisDb
 from graphboard.trends import stored
 from graphboard.trends.modules import (
@@ -28,6 +29,7 @@ from graphboard.trends.values import (
     RAW_STATISTICS,
     Statistic,
     raw_value,
+    result_tensors,
     results_column,
     worst_relative_error,
 )
@@ -208,9 +210,9 @@ def _cells(
             for calls in wanted
         ]
     firsts = [min(calls, key=lambda node: node.call) for calls in wanted]
-    read = _read(db, key, firsts)
+    results = _results(db, key, firsts)
     cells: list[_Cell] = [
-        (raw_value(read.get(node.order, {}), query.statistic), node.name) for node in firsts
+        (raw_value(results[node.order], query.statistic), node.name) for node in firsts
     ]
     if query.side != DIFFERENCE:
         return cells
@@ -221,13 +223,11 @@ def _cells(
     counterparts = [
         replace(node, order=orders[node.name]) for node in firsts if node.name in orders
     ]
-    golden_read = _read(db, golden, counterparts)
+    golden_results = _results(db, golden, counterparts)
     differences: list[_Cell] = []
     for (value, name), node in zip(cells, firsts, strict=True):
         order = orders.get(node.name)
-        other = (
-            raw_value(golden_read.get(order, {}), query.statistic) if order is not None else None
-        )
+        other = raw_value(golden_results[order], query.statistic) if order is not None else None
         differences.append(
             (value - other if value is not None and other is not None else None, name)
         )
@@ -235,12 +235,19 @@ def _cells(
 
 
 def _read(db: VisDb, key: GraphKey, nodes: Sequence[ModuleNode]) -> dict[int, dict[str, object]]:
-    """Each node's results dict (outputs, or a parameters_grad node's gradients)."""
+    """Each node's stored results dict (outputs, or a parameters_grad node's gradients), for
+    the relative errors the compare stored on its rows."""
     found: dict[int, dict[str, object]] = {}
     for pass_ in {node.pass_ for node in nodes}:
         orders = [node.order for node in nodes if node.pass_ is pass_]
         found.update(db.dicts_of(key, orders, results_column(pass_)))
     return found
+
+
+def _results(db: VisDb, key: GraphKey, nodes: Sequence[ModuleNode]) -> dict[int, list[Param]]:
+    """Each node's result tensors (outputs, or a parameters_grad node's gradients)."""
+    params = db.params_by_order(key, [node.order for node in nodes])
+    return {node.order: result_tensors(params.get(node.order, []), node.pass_) for node in nodes}
 
 
 def _worst(calls: Sequence[ModuleNode], values: Sequence[float | None]) -> _Cell:

@@ -1,4 +1,6 @@
-"""A statistic of one node, read from its stored parameter dicts (msprobe's display strings).
+"""A statistic of one node, from its parameters as the reader gives them (typed from gb_params
+in graphboard's files, parsed back from the display strings only in msprobe's), and from the
+relative errors the compare stored on its rows.
 
 A node's tensors are its results: a forward or backward call's outputs (a backward call's
 outputs are the gradients of the module's inputs), a ``parameters_grad`` node's parameter
@@ -22,7 +24,6 @@ from typing import Any
 
 from graphboard.compare.metrics import RELATIVE_METRIC_NAMES
 from graphboard.dump.records import Param, Role
-from graphboard.store.param_parse import param_from_display
 from graphboard.trends.modules import Pass
 
 
@@ -43,13 +44,10 @@ def results_column(pass_: Pass) -> str:
     return "input_data" if pass_ is Pass.PARAMETERS_GRAD else "output_data"
 
 
-def _tensors(shown: dict[str, Any]) -> list[Param]:
-    params = [
-        param_from_display(key, Role.OUTPUT, entry)
-        for key, entry in shown.items()
-        if isinstance(entry, dict)
-    ]
-    return [param for param in params if param.is_tensor]
+def result_tensors(params: list[Param], pass_: Pass) -> list[Param]:
+    """The node's results among its parameters (the tensors ``results_column`` holds)."""
+    outputs = pass_ is not Pass.PARAMETERS_GRAD
+    return [param for param in params if param.is_tensor and (param.role is Role.OUTPUT) is outputs]
 
 
 def _float(value: Any) -> float | None:
@@ -69,16 +67,17 @@ def _elements(param: Param) -> float:
     return count
 
 
-def raw_value(shown: dict[str, Any], statistic: Statistic) -> float | None:
-    """Norm, max, min or mean of the node's tensors (None: no tensor holds that number)."""
+def raw_value(tensors: list[Param], statistic: Statistic) -> float | None:
+    """Norm, max, min or mean of the node's result tensors (None: no tensor holds that
+    number)."""
     if statistic is Statistic.NORM:
-        norms = [_float(param.norm) for param in _tensors(shown)]
+        norms = [_float(param.norm) for param in tensors]
         present = [norm for norm in norms if norm is not None]
         return math.sqrt(math.fsum(norm * norm for norm in present)) if present else None
     if statistic is Statistic.MEAN:
         weighted = [
             (mean, _elements(param))
-            for param in _tensors(shown)
+            for param in tensors
             if (mean := _float(param.mean)) is not None
         ]
         total = math.fsum(count for _mean, count in weighted)
@@ -86,9 +85,7 @@ def raw_value(shown: dict[str, Any], statistic: Statistic) -> float | None:
             return None
         return math.fsum(mean * count for mean, count in weighted) / total
     field = "max" if statistic is Statistic.MAX else "min"
-    found = [
-        number for param in _tensors(shown) if (number := _float(getattr(param, field))) is not None
-    ]
+    found = [number for param in tensors if (number := _float(getattr(param, field))) is not None]
     if not found:
         return None
     return max(found) if statistic is Statistic.MAX else min(found)

@@ -24,6 +24,16 @@ export function parseNumber(value) {
   return Number(text);
 }
 
+/** A statistic as the node view types it (`stats` of a parameter: server/param_stats.py): a
+ * number, "nan" / "inf" / "-inf" (JSON holds neither), or null for no number. */
+export function statNumber(value) {
+  if (typeof value === 'number') return value;
+  if (value === 'nan') return NaN;
+  if (value === 'inf') return Infinity;
+  if (value === '-inf') return -Infinity;
+  return null;
+}
+
 /** A compact number: 6 significant digits, exponent form when very large or small. */
 export function formatNumber(value) {
   const number = parseNumber(value);

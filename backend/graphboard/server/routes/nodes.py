@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
+from graphboard.server.param_stats import stats_by_name
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
@@ -79,10 +80,22 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
         counterpart = db.node(other_key, record.summary.counterpart)
     target, golden = (record, counterpart) if key.side == "NPU" else (counterpart, record)
     config = db.config()
+    rows = present.paired_rows(target, golden)
+    stats = {
+        side: stats_by_name(
+            found.name, db.params(GraphKey(side, key.step, key.rank), found.name) or []
+        )
+        for side, found in (("NPU", target), ("Bench", golden))
+        if found is not None
+    }
+    for row in rows:
+        for side, fields in (("NPU", row.target), ("Bench", row.golden)):
+            if fields is not None:
+                fields.stats = stats[side].get(fields.name)
     return schemas.NodeDetailOut(
         target=present.side_out(target, "NPU", config) if target else None,
         golden=present.side_out(golden, "Bench", config) if golden else None,
-        rows=present.paired_rows(target, golden),
+        rows=rows,
     )
 
 

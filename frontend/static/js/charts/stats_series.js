@@ -1,7 +1,7 @@
 // Which numbers the statistics chart plots: per statistic (Max, Min, Mean, Norm), the
 // target and golden value of each tensor input and output. No plotting here (testable in node).
 
-import { parseNumber } from '../format.js';
+import { statNumber } from '../format.js';
 import { TENSOR_STATS, isTensor } from '../param_kind.js';
 
 export const CHART_STATS = TENSOR_STATS;
@@ -12,7 +12,8 @@ export const CHART_STATS = TENSOR_STATS;
  * anywhere ('target', 'golden'): an unmatched node has no golden to plot or to name. */
 export function statsSeries(rows) {
   const usable = (value) => value !== null && Number.isFinite(value);
-  const number = (side, stat) => (isTensor(side?.fields) ? parseNumber(side.fields[stat]) : null);
+  // the typed statistics the server gives (never numbers read out of the display text)
+  const number = (side, stat) => (isTensor(side?.fields) ? statNumber(side.stats?.[stat.toLowerCase()]) : null);
   const drawn = { target: false, golden: false };
   const stats = CHART_STATS.map((stat) => {
     const keys = [];

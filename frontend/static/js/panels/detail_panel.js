@@ -6,7 +6,7 @@ import { renderStatsChart, purgeChart } from '../charts/stats_chart.js';
 import { themedFill } from '../colors.js';
 import { el, setChildren } from '../dom.js';
 import { formatNumber } from '../format.js';
-import { buildIoTable, visibleGroups } from './io_table.js';
+import { buildIoTable, statText, visibleGroups } from './io_table.js';
 
 export class DetailPanel {
   constructor(host, { api, t, context, levelColors, plotlyUrl, onPeers, onGoTo }) {
@@ -133,11 +133,10 @@ export class DetailPanel {
       const both = group.target && group.golden;
       const span = both ? 2 : 1;
       const keyCell = el('th', { scope: 'rowgroup', rowspan: String(span), title: group.pairedBy ? this.t('details.pairedBy', { how: group.pairedBy }) : '' }, group.key);
-      const statCells = (fields) =>
+      const statCells = (fields, stats) =>
         statColumns.map((column) => {
-          const value = fields?.[column];
           const differs = both && String(group.target[column] ?? '') !== String(group.golden[column] ?? '');
-          return el('td', { className: differs ? 'num differs' : 'num' }, formatNumber(value));
+          return el('td', { className: differs ? 'num differs' : 'num' }, statText(fields, stats, column));
         });
       const metricCells = metricColumns.map((column) => {
         const isWorst = table.worst && table.worst.group === index && table.worst.column === column;
@@ -156,13 +155,13 @@ export class DetailPanel {
           { className: group.target ? 'target-row' : 'golden-row' },
           keyCell,
           el('td', { className: 'side-cell' }, firstSide === 'T' ? this.t('details.targetShort') : this.t('details.goldenShort')),
-          statCells(group.target ?? group.golden),
+          group.target ? statCells(group.target, group.targetStats) : statCells(group.golden, group.goldenStats),
           metricCells,
           resultCell,
           messageCell,
         ),
       );
-      if (both) rows.push(el('tr', { className: 'golden-row' }, el('td', { className: 'side-cell' }, this.t('details.goldenShort')), statCells(group.golden)));
+      if (both) rows.push(el('tr', { className: 'golden-row' }, el('td', { className: 'side-cell' }, this.t('details.goldenShort')), statCells(group.golden, group.goldenStats)));
       const body = el('tbody', { className: group.flagged ? `flagged ${group.result}` : '' }, rows);
       return body;
     });

@@ -2,8 +2,8 @@
 // show, one group per parameter, whether target and golden differ, and the worst cell.
 // A scalar argument shows its value once, in the value column (see param_kind.js).
 
-import { parseNumber } from '../format.js';
-import { shownFields } from '../param_kind.js';
+import { formatNumber, parseNumber, statNumber } from '../format.js';
+import { TENSOR_STATS, shownFields } from '../param_kind.js';
 
 const STAT_ORDER = ['dtype', 'shape', 'Max', 'Min', 'Mean', 'Norm', 'md5', 'requires_grad', 'value'];
 const HIDDEN_FIELDS = new Set(['type', 'data_name', 'full_op_name']);
@@ -43,6 +43,8 @@ export function buildIoTable(rows) {
       pairedBy: row.paired_by,
       target,
       golden,
+      targetStats: row.target?.stats ?? null,
+      goldenStats: row.golden?.stats ?? null,
       metrics: row.comparison ?? {},
       result,
       messages: row.messages ?? [],
@@ -51,6 +53,15 @@ export function buildIoTable(rows) {
     };
   });
   return { statColumns, metricColumns, groups, worst: worstCell(groups, metricColumns) };
+}
+
+/** What a parameter's cell shows: Max, Min, Mean and Norm formatted from the typed `stats`
+ * the server gives, any other field (and a statistic without a number) as its stored text. */
+export function statText(fields, stats, column) {
+  const value = fields?.[column];
+  if (value === null || value === undefined || value === '') return '–';
+  const typed = TENSOR_STATS.includes(column) ? statNumber(stats?.[column.toLowerCase()]) : null;
+  return typed === null ? String(value) : formatNumber(typed);
 }
 
 /** {group, column} of the largest |value| among the error-like metrics, or null. */
