@@ -24,7 +24,7 @@ from pathlib import Path
 
 from graphboard.distributed import CommNode, LinkSummary, link_ranks
 from graphboard.dump.records import Param, Role
-from graphboard.graph.model import NPU
+from graphboard.graph.model import TARGET_SIDE
 from graphboard.store import writer
 from harness import recorded
 
@@ -76,7 +76,7 @@ def rank_nodes(rank: int, ranks: int) -> list[CommNode]:
         index = calls.get(api, 0)
         calls[api] = index + 1
         name = f"Distributed.{api}.{index}.forward"
-        nodes.append(CommNode(NPU, 0, rank, name, len(nodes), params, 0.0, None, batch))
+        nodes.append(CommNode(TARGET_SIDE, 0, rank, name, len(nodes), params, 0.0, None, batch))
 
     for _round in range(20):
         for _ in range(3):

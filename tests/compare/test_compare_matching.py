@@ -11,7 +11,7 @@ from compare_factories import graph, node
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
 from graphboard.errors import CompareError
-from graphboard.graph.model import BENCH, NPU, Graph
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 
 
 def pairs(target: Graph) -> dict[str, str | None]:
@@ -23,7 +23,7 @@ def pairs(target: Graph) -> dict[str, str | None]:
 
 def two_layer(prefix: str = "Module.block", api_counter: int = 0) -> Graph:
     return graph(
-        NPU,
+        TARGET_SIDE,
         node(
             f"{prefix}.Block.forward.0",
             children=[
@@ -41,13 +41,13 @@ def two_layer(prefix: str = "Module.block", api_counter: int = 0) -> Graph:
 def test_default_needs_same_name_and_same_ancestors() -> None:
     target = two_layer()
     golden = graph(
-        BENCH,
+        GOLDEN_SIDE,
         node(
             "Module.block.Block.forward.0",
             children=[node("Functional.linear.0.forward"), node("Torch.matmul.0.forward")],
         ),
     )
-    golden.side = BENCH
+    golden.side = GOLDEN_SIDE
     stats = match_graphs(target, golden)
     result = pairs(target)
     assert result["Module.block.Block.forward.0"] == "Module.block.Block.forward.0"
@@ -76,7 +76,7 @@ def test_layer_mapping_renames_module_paths(tmp_path: Path) -> None:
     mapping_file = tmp_path / "mapping.yaml"
     mapping_file.write_text("TopLayer:\n  classifier: head\nBlock:\n  proj: fc\n")
     target = graph(
-        NPU,
+        TARGET_SIDE,
         node(
             "Module.classifier.Block.forward.0",
             children=[
@@ -88,7 +88,7 @@ def test_layer_mapping_renames_module_paths(tmp_path: Path) -> None:
         ),
     )
     golden = graph(
-        BENCH,
+        GOLDEN_SIDE,
         node(
             "Module.head.Block.forward.0",
             children=[
@@ -109,8 +109,8 @@ def test_layer_mapping_renames_module_paths(tmp_path: Path) -> None:
 
 
 def test_layer_mapping_without_file_matches_paths_across_class_names() -> None:
-    target = graph(NPU, node("Module.net.Dense.forward.0"))
-    golden = graph(BENCH, node("Module.net.Linear.forward.0"))
+    target = graph(TARGET_SIDE, node("Module.net.Dense.forward.0"))
+    golden = graph(GOLDEN_SIDE, node("Module.net.Linear.forward.0"))
     match_graphs(target, golden, MatchMode.LAYER_MAPPING, LayerMapping())
     assert pairs(target)["Module.net.Dense.forward.0"] == "Module.net.Linear.forward.0"
 

@@ -19,7 +19,7 @@ from graphboard.build.task import without_cycle_collection
 from graphboard.compare.colors import node_colors, tool_tips
 from graphboard.compare.result import DataMode
 from graphboard.errors import CompareError
-from graphboard.graph.model import BENCH, NPU
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.progress import ProgressCallback, Stopwatch, silent
 from graphboard.store import schema, writer
 
@@ -46,7 +46,7 @@ def finish_build(
         clock = Stopwatch()
         conn = _merged(parts, temp)
         clock.lap("merge parts")
-        sides = (NPU, BENCH) if options.compare else (NPU,)
+        sides = (TARGET_SIDE, GOLDEN_SIDE) if options.compare else (TARGET_SIDE,)
         from graphboard.distributed import link_ranks  # imported when first needed
 
         with without_cycle_collection():  # a link allocates as a task does (see there)

@@ -20,7 +20,7 @@ from graphboard.compare.modes import common_mode
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords, build_graph, read_records
-from graphboard.graph.model import BENCH, NPU, Graph
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 from graphboard.overflow import check_overflow
 from graphboard.store import writer
 from graphboard.store.sink import PartSink
@@ -37,11 +37,11 @@ class Side:
 
     @classmethod
     def target_of(cls, task: Task) -> Side:
-        return cls(task.target, NPU, task.step, task.rank)
+        return cls(task.target, TARGET_SIDE, task.step, task.rank)
 
     @classmethod
     def golden_of(cls, task: Task) -> Side | None:
-        return None if task.golden is None else cls(task.golden, BENCH, task.step, task.rank)
+        return None if task.golden is None else cls(task.golden, GOLDEN_SIDE, task.step, task.rank)
 
 
 def read(side: Side) -> DumpRecords:

@@ -32,8 +32,8 @@ from graphboard.graph import names
 from graphboard.graph.microstep import assign_micro_steps
 from graphboard.graph.model import (
     API_COLLECTION_PREFIX,
-    NPU,
     ROOT_NAME,
+    TARGET_SIDE,
     Graph,
     Node,
     NodeType,
@@ -300,7 +300,9 @@ def _subtree(node: Node) -> list[Node]:
     return found
 
 
-def build_graph(rank_dir: RankDir, side: str = NPU, records: DumpRecords | None = None) -> Graph:
+def build_graph(
+    rank_dir: RankDir, side: str = TARGET_SIDE, records: DumpRecords | None = None
+) -> Graph:
     """Read one rank folder and build its graph (with its dump.json's ``records`` when they
     are already parsed)."""
     warnings: list[str] = []

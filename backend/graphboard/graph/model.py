@@ -20,8 +20,14 @@ class NodeType(IntEnum):
 
 
 # Graph sides as msprobe writes them: the target (-tp) and the golden (-gp).
-NPU = "NPU"
-BENCH = "Bench"
+TARGET_SIDE = "NPU"
+GOLDEN_SIDE = "Bench"
+
+
+def other_side(side: str) -> str:
+    """The golden side's label for the target's, and the other way round."""
+    return GOLDEN_SIDE if side == TARGET_SIDE else TARGET_SIDE
+
 
 # An API's name starts with one of these and a dot (msprobe's pattern).
 _API_HEADS = frozenset(

@@ -34,7 +34,7 @@ from graphboard.compare.result import (
     level_of_precision,
 )
 from graphboard.errors import StoreError
-from graphboard.graph.model import NodeType
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType, other_side
 from graphboard.store import arrays, schema
 from graphboard.store.columns import graph_columns, graph_counts
 from graphboard.store.param_parse import shows_tensor
@@ -208,10 +208,10 @@ def _build(source: sqlite3.Connection, temp: Path) -> None:
         derived.executescript(schema.GRAPHBOARD_TABLES + schema.ARRAYS_TABLE)
         derived.execute("BEGIN")
         for step, rank in keys:
-            graphs = {side: _Graph(source, side, step, rank) for side in ("NPU", "Bench")}
+            graphs = {side: _Graph(source, side, step, rank) for side in (TARGET_SIDE, GOLDEN_SIDE)}
             present = {side: graph for side, graph in graphs.items() if graph.names}
             for side, graph in present.items():
-                other = present.get("Bench" if side == "NPU" else "NPU") if compared else None
+                other = present.get(other_side(side)) if compared else None
                 columns = _columns(source, graph, other)
                 graph_id = f"{side}_{step}_{rank}"
                 arrays.write(derived, graph_id, graph.names, columns)

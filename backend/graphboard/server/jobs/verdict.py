@@ -11,12 +11,13 @@ from typing import Any, cast
 from urllib.parse import urlencode
 
 from graphboard.errors import StoreError
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import present
 from graphboard.server.jobs import schemas
 from graphboard.server.schemas import LevelName
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
-TARGET, GOLDEN = "NPU", "Bench"
+TARGET, GOLDEN = TARGET_SIDE, GOLDEN_SIDE
 OVERFLOWS = ("medium", "high", "critical")
 # Error-like metrics, where bigger is worse (the viewer's "worst cell" uses the same rule;
 # cosine similarity runs the other way and never counts).

@@ -8,14 +8,13 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from pathlib import Path
 
-from graphboard.graph.model import API_COLLECTION_PREFIX, NodeType
+from graphboard.graph.model import API_COLLECTION_PREFIX, GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.graph.names import swap_direction
 from graphboard.server.errors import NotFound
 from graphboard.server.matching.outcome import MatchFailure, Outcome, Skipped
 from graphboard.server.matching.scoring import PairScorer
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
-NPU, BENCH = "NPU", "Bench"
 _MODULE = re.compile(
     r"^(?:Module|Cell)\.(.+)\.([^.]+)\.(forward|backward|parameters_grad)(?:\.\d+)?$"
 )
@@ -49,7 +48,10 @@ class Planner:
     def __init__(self, db: VisDb, step: int, rank: int, data_root: Path) -> None:
         self.db = db
         self.step, self.rank = step, rank
-        self.target_key, self.golden_key = GraphKey(NPU, step, rank), GraphKey(BENCH, step, rank)
+        self.target_key, self.golden_key = (
+            GraphKey(TARGET_SIDE, step, rank),
+            GraphKey(GOLDEN_SIDE, step, rank),
+        )
         for key in (self.target_key, self.golden_key):
             if not db.has_graph(key):
                 raise NotFound(
@@ -62,15 +64,15 @@ class Planner:
     def _summary(self, key: GraphKey, name: str) -> NodeSummary:
         found = self.db.summary(key, name)
         if found is None:
-            side = "target" if key.side == NPU else "golden"
+            side = "target" if key.side == TARGET_SIDE else "golden"
             raise MatchFailure(
                 "unknown_node", f"no {side} ({key.side}) node named {name!r}", status=404
             )
         return found
 
     def _claim(self, pair: Pair) -> None:
-        self.claimed.add((NPU, pair[0].name))
-        self.claimed.add((BENCH, pair[1].name))
+        self.claimed.add((TARGET_SIDE, pair[0].name))
+        self.claimed.add((GOLDEN_SIDE, pair[1].name))
 
     def _twin(
         self, target: str, golden: str, outcome: Outcome, check: Callable[[str, str], Pair]
@@ -105,7 +107,7 @@ class Planner:
                 f"{target} is {_type_label(t.node_type)} but {golden} is {_type_label(g.node_type)}; "
                 "only nodes of the same type can be matched",
             )
-        for node, side in ((t, NPU), (g, BENCH)):
+        for node, side in ((t, TARGET_SIDE), (g, GOLDEN_SIDE)):
             if (side, node.name) in self.claimed:
                 raise MatchFailure(
                     "already_matched", f"{node.name} is already paired in this request"
@@ -146,11 +148,11 @@ class Planner:
         """Unmatched children of a new pair, paired by (short name, type) in call order."""
         waiting: dict[tuple[str, int], deque[NodeSummary]] = defaultdict(deque)
         for child in self.db.children(self.golden_key, g.name).items:
-            if not child.matched and (BENCH, child.name) not in self.claimed:
+            if not child.matched and (GOLDEN_SIDE, child.name) not in self.claimed:
                 waiting[(short_name(child.name, child.node_type), child.node_type)].append(child)
         pairs = []
         for child in self.db.children(self.target_key, t.name).items:
-            if child.matched or (NPU, child.name) in self.claimed:
+            if child.matched or (TARGET_SIDE, child.name) in self.claimed:
                 continue
             queue = waiting.get((short_name(child.name, child.node_type), child.node_type))
             if queue:

@@ -10,6 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter
 
 from graphboard.errors import GraphboardError
+from graphboard.graph.model import TARGET_SIDE
 from graphboard.server import schemas
 from graphboard.server.catalog import known_graphs
 from graphboard.server.deps import CatalogSession, GraphFilePath, GraphId, SettingsDep
@@ -56,7 +57,7 @@ def describe(found: GraphFile, settings: Settings) -> schemas.GraphFileOut:
         schemas.GraphStatsOut.model_validate(graph, from_attributes=True) for graph in graphs
     ]
     entry.writable = config.compare and _writable(found.path, settings)
-    targets = [graph for graph in graphs if graph.side == "NPU" and graph.matched is not None]
+    targets = [graph for graph in graphs if graph.side == TARGET_SIDE and graph.matched is not None]
     if targets:
         entry.matched = sum(graph.matched or 0 for graph in targets)
         entry.unmatched = sum(graph.unmatched or 0 for graph in targets)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
 from graphboard.compare.result import label_of_code
+from graphboard.graph.model import TARGET_SIDE
 from graphboard.server import matching, schemas
 from graphboard.server.deps import GraphDb, GraphFilePath, NodeName, Rank, SettingsDep, Step
 from graphboard.server.downloads import attachment
@@ -34,7 +35,7 @@ def _pair(pair: matching.ScoredPair, config: FileConfig) -> schemas.PairOut:
         golden=pair.golden,
         precision_index=pair.precision_index,
         level=cast(schemas.LevelName | None, level),
-        color=config.color_of("NPU", pair.precision_index, True),
+        color=config.color_of(TARGET_SIDE, pair.precision_index, True),
     )
 
 

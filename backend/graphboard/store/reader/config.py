@@ -9,6 +9,7 @@ from typing import Any
 
 from graphboard.compare.result import DataMode
 from graphboard.errors import StoreError
+from graphboard.graph.model import TARGET_SIDE
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.opening import OpenFile, Source
 from graphboard.store.reader.stored import json_or
@@ -50,7 +51,7 @@ class FileConfig:
                 if not entry["value"]:
                     return color
             return None
-        if side != "NPU" or precision is None:
+        if side != TARGET_SIDE or precision is None:
             return None
         for color, entry in self.node_colors.items():
             bounds = entry.get("value") if isinstance(entry, dict) else None

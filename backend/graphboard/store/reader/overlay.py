@@ -16,7 +16,7 @@ import numpy as np
 
 from graphboard.compare.result import Level, label_of_code, level_of_precision
 from graphboard.errors import StoreError
-from graphboard.graph.model import API_COLLECTION_PREFIX
+from graphboard.graph.model import API_COLLECTION_PREFIX, other_side
 from graphboard.store import arrays, matches, msprobe_columns
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
 from graphboard.store.reader.config import FileSettings, GraphStats
@@ -121,7 +121,7 @@ class MatchingOverlay(FileSettings):
         """Every node changed since the build: re-matched in msprobe's viewer, then graphboard's overlay."""
         changes: list[_Change] = []
         if self.source is Source.GRAPHBOARD:
-            other = "Bench" if key.side == "NPU" else "NPU"
+            other = other_side(key.side)
             for order, precision, link, input_text, output_text in self.conn.execute(
                 "SELECT node_order, precision_index, matched_node_link, input_data, output_data "
                 "FROM main.tb_nodes "

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphboard.compare.result import label_of_code
+from graphboard.graph.model import other_side
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.reader.overlay import MatchingOverlay
@@ -70,7 +71,7 @@ class NodeSummaries(MatchingOverlay):
         view = self.view(key)
         other: GraphView | None = None
         if view.compared:
-            other_key = GraphKey("Bench" if key.side == "NPU" else "NPU", key.step, key.rank)
+            other_key = GraphKey(other_side(key.side), key.step, key.rank)
             if self.has_graph(other_key):
                 other = self.view(other_key)
         orders = [int(row[3]) for row in rows]
