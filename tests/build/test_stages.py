@@ -5,6 +5,7 @@ run_build writes; a failed task or merge leaves nothing behind."""
 from __future__ import annotations
 
 import gc
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -17,7 +18,7 @@ from graphboard.errors import CompareError, DumpError, LayoutError
 from graphboard.store import schema
 from graphboard.store.sink import open_sink
 from part_rows import node_row
-from vis_db_support import nodes_per_graph
+from vis_db_support import assert_same_vis_db, nodes_per_graph
 
 
 def test_planning_lists_the_tasks_in_order_and_is_repeatable(tmp_path: Path) -> None:
@@ -189,3 +190,44 @@ def _indexes(path: Path) -> set[str]:
                 "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL"
             )
         }
+
+
+def test_a_lone_compare_reading_its_golden_side_aside_writes_the_same_file(
+    tmp_path: Path,
+) -> None:
+    """-w 2 on one (step, rank): the golden side is read by a second process while this one
+    reads the target; the file is the one a single process writes."""
+    root = fixture_path("convnet-stats")
+    files = {}
+    for workers in (1, 2):
+        options = BuildOptions(
+            target=root / "target",
+            golden=root / "golden",
+            output_dir=tmp_path / str(workers),
+            workers=workers,
+            overflow_check=True,
+        )
+        result = run_build(options)
+        timings = json.loads(_meta(result.path)["timings"])["tasks"]["0/0"]
+        assert ("wait for and build golden" in timings) is (workers == 2)
+        files[workers] = result.path
+    assert_same_vis_db(files[1], files[2], ("one process", "golden read aside"))
+
+
+def test_a_broken_golden_dump_read_aside_is_reported_as_itself(tmp_path: Path) -> None:
+    root = fixture_path("convnet-stats")
+    golden = tmp_path / "golden"
+    shutil.copytree(root / "golden", golden)
+    dump = next(golden.rglob("dump.json"))
+    dump.chmod(0o644)
+    dump.write_text('{"task": "statistics", "data": {"Module.a.A.forward.0": ')
+    out = tmp_path / "out"
+    options = BuildOptions(target=root / "target", golden=golden, output_dir=out, workers=2)
+    with pytest.raises(DumpError, match=rf"{dump}: the JSON document ends early"):
+        run_build(options)
+    assert list(out.iterdir()) == []
+
+
+def _meta(path: Path) -> dict[str, str]:
+    with sqlite3.connect(path) as conn:
+        return dict(conn.execute("SELECT key, value FROM gb_meta").fetchall())

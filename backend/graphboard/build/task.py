@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ from graphboard.build import stages
 from graphboard.build.options import BuildOptions, Task, TaskResult
 from graphboard.build.stages import Side
 from graphboard.compare.result import DataMode
+from graphboard.graph.builder import DumpRecords
 from graphboard.graph.model import Graph
 from graphboard.progress import Stopwatch
 from graphboard.store import writer
@@ -42,9 +44,17 @@ def without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def run_task(task: Task, options: BuildOptions, part: Path, whole_file: bool = True) -> TaskResult:
+def run_task(
+    task: Task,
+    options: BuildOptions,
+    part: Path,
+    whole_file: bool = True,
+    golden_records: Future[DumpRecords] | None = None,
+) -> TaskResult:
     """Build (and compare) one (step, rank) into ``part``. ``whole_file``: the part becomes the
-    .vis.db, so it gets msprobe's indexes (parts merged into one file are indexed there)."""
+    .vis.db, so it gets msprobe's indexes (parts merged into one file are indexed there).
+    ``golden_records``: the golden side's read stage, run elsewhere (build/run.py reads a lone
+    compare's two sides in two processes), else this process reads it after the target."""
     started = time.perf_counter()
     clock = Stopwatch()
     with without_cycle_collection():
@@ -53,8 +63,11 @@ def run_task(task: Task, options: BuildOptions, part: Path, whole_file: bool = T
         clock.lap("read target")
         golden = None
         if golden_side is not None:
-            golden = stages.hierarchy(golden_side, stages.read(golden_side))
-            clock.lap("read golden")
+            records = (
+                stages.read(golden_side) if golden_records is None else golden_records.result()
+            )
+            golden = stages.hierarchy(golden_side, records)
+            clock.lap("read golden" if golden_records is None else "wait for and build golden")
         graphs = [target] if golden is None else [target, golden]
         if options.overflow_check:
             for graph in graphs:
