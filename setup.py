@@ -1,7 +1,6 @@
 """The optional compiled parts, all in graphboard/accel/ (see its __init__.py): msprobe's
 display strings (_render.c, with _floats.cpp for Python's float repr through libstdc++'s
-std::to_chars), tb_nodes written straight into SQLite's file format (_btree.c), the hot path
-of dump.json record parsing (_records.c) and the statistics-mode metrics (_summary.c).
+std::to_chars) and tb_nodes written straight into SQLite's file format (_btree.c).
 
 Each is ``optional``: without a working compiler (``CC=false CXX=false pip install .``) it is
 skipped and graphboard runs its Python for that stage. Everything else is in pyproject.toml.
@@ -22,20 +21,8 @@ setup(
             optional=True,
         ),
         Extension(
-            "graphboard.accel._records",
-            [f"{ACCEL}/_records.c"],
-            extra_compile_args=FLAGS,
-            optional=True,
-        ),
-        Extension(
             "graphboard.accel._btree",
             [f"{ACCEL}/_btree.c"],
-            extra_compile_args=FLAGS,
-            optional=True,
-        ),
-        Extension(
-            "graphboard.accel._summary",
-            [f"{ACCEL}/_summary.c"],
             extra_compile_args=FLAGS,
             optional=True,
         ),

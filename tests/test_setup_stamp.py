@@ -99,7 +99,7 @@ def _edit(path: str) -> Callable[[Path], None]:
 
 
 def _remove_a_built_extension(checkout: Path) -> None:
-    next((checkout / "backend").rglob("_records.*.so")).unlink()
+    next((checkout / "backend").rglob("_btree.*.so")).unlink()
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def _remove_a_built_extension(checkout: Path) -> None:
     [
         _edit("pyproject.toml"),
         _edit("setup.py"),
-        _edit("backend/graphboard/accel/_records.c"),
+        _edit("backend/graphboard/accel/_btree.c"),
         _edit("backend/graphboard/accel/_floats.cpp"),
         _edit("scripts/setup"),
         _remove_a_built_extension,

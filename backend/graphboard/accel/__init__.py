@@ -48,4 +48,4 @@ def active() -> dict[str, bool]:
 
 
 # Every compiled part, by the name its callers ask for.
-PARTS = ("render", "btree", "records", "summary")
+PARTS = ("render", "btree")

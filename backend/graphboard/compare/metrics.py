@@ -7,11 +7,9 @@ Numbers stay numbers (float64, NaN and inf kept); the string markers are msprobe
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphboard import accel
 from graphboard.compare.result import Metric
 from graphboard.dump.records import Param, Stat
 
@@ -75,9 +73,9 @@ _NO_STATS: tuple[Stat, Stat, Stat, Stat] = (None, None, None, None)
 ) = SUMMARY_METRIC_NAMES
 
 
-def summary_metrics_in_python(target: Param | None, golden: Param | None) -> dict[str, Metric]:
-    """Differences and relative errors of Max, Min, Mean and Norm: the rule, which
-    ``summary_metrics`` (_summary.c) computes the same way, once per compared parameter."""
+def summary_metrics(target: Param | None, golden: Param | None) -> dict[str, Metric]:
+    """Differences and relative errors of Max, Min, Mean and Norm, once per compared
+    parameter."""
     npu = (target.max, target.min, target.mean, target.norm) if target is not None else _NO_STATS
     bench = (golden.max, golden.min, golden.mean, golden.norm) if golden is not None else _NO_STATS
     max_diff, max_relative = _difference(npu[0], bench[0])
@@ -95,15 +93,6 @@ def summary_metrics_in_python(target: Param | None, golden: Param | None) -> dic
         _NORM_DIFF: norm_diff,
         _NORM_RELATIVE: norm_relative,
     }
-
-
-_summary = accel.compiled("summary")
-summary_metrics: Callable[[Param | None, Param | None], dict[str, Metric]]
-if _summary is None:
-    summary_metrics = summary_metrics_in_python
-else:
-    _summary.configure(SUMMARY_METRIC_NAMES, NA, NAN)
-    summary_metrics = _summary.summary_metrics
 
 
 def crc32_of(value: Any) -> str:

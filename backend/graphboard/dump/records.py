@@ -15,7 +15,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from graphboard import accel
 from graphboard.errors import DumpError
 
 MAX_DEPTH = 400
@@ -93,7 +92,7 @@ def is_parameters_grad(name: str) -> bool:
     )
 
 
-_text_statistics = 0  # as _records.c counts its own: see text_statistics_read
+_text_statistics = 0  # see text_statistics_read
 
 
 def _tensor_stat(value: Any) -> Stat:
@@ -108,11 +107,11 @@ def _tensor_stat(value: Any) -> Stat:
 
 
 def text_statistics_read() -> int:
-    """How many tensor statistics were read as text so far, by either parser (both count them
-    as they go, at no cost to a number): a caller that sees the count move while it parses
-    scans its records for them, and only then."""
-    compiled = 0 if _records is None else _records.text_statistics_read()
-    return _text_statistics + compiled
+    """How many tensor statistics were read as text so far (counted as they are read, at no
+    cost to a number): a caller that sees the count move while it parses scans its records
+    for them, and only then. Never reset, so parses in other threads can only make a caller
+    scan for nothing, never miss its own."""
+    return _text_statistics
 
 
 STAT_FIELDS = ("Max", "Min", "Mean", "Norm")
@@ -150,11 +149,15 @@ def text_statistics_warning(path: Path, records: dict[str, list[Param]]) -> str 
     )
 
 
+def shared_shape(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The one tuple kept for this shape: a dump holds a few hundred for a million Params."""
+    return _shapes.setdefault(shape, shape)
+
+
 def _shape(value: Any) -> tuple[Any, ...] | None:
     if value is None:
         return None
-    key = tuple(value) if isinstance(value, list) else (value,)
-    return _shapes.setdefault(key, key)
+    return shared_shape(tuple(value) if isinstance(value, list) else (value,))
 
 
 def _scalar_dtype(value: Any) -> str:
@@ -256,27 +259,8 @@ def _flatten(
         out.append(_leaf(key, role, {"type": type(value).__name__, "value": value}))
 
 
-_records = accel.compiled("records")
-if _records is not None:
-    _records.configure(Param, LEAF_FIELDS, _flatten, _shapes, _SECTIONS, tuple(Role))
-
-
 def parse_record(name: str, record: Any, path: Path) -> list[Param]:
-    """Flatten one dump.json record; input entries first, then output, then parameters.
-
-    The tensor leaves of a well-formed record, nearly every parameter of a dump, are built
-    by _records.c under the rules of ``_leaf``; it hands every other item to ``_flatten``,
-    and a record it cannot read to the code below, which says what is wrong with it.
-    """
-    if _records is not None and record.__class__ is dict and not is_parameters_grad(name):
-        params = _records.parse_sections(record, path, name)
-        if params is not None:
-            return params
-    return parse_record_in_python(name, record, path)
-
-
-def parse_record_in_python(name: str, record: Any, path: Path) -> list[Param]:
-    """parse_record without the compiled path: every record, and the errors."""
+    """Flatten one dump.json record; input entries first, then output, then parameters."""
     if not isinstance(record, dict):
         raise DumpError(
             path,

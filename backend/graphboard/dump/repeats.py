@@ -4,10 +4,10 @@ msprobe writes one key per record, so a repeated record name in dump.json, or no
 construct.json, means a corrupted or concatenated dump. orjson does not say when it drops
 one. The check costs next to nothing: in a pretty-printed file (msprobe writes ``indent=1``)
 every key of an object at depth d starts a line indented d units, so counting those lines
-(memchr speed, in _records.c) gives how many keys the text holds; in any other layout a scan
-of strings and brackets counts them (3x slower). Only when the count differs from the parsed
-object's size (a repeat, or other objects' keys at that depth) is the text parsed again,
-with the standard parser, to name the repeated keys.
+(one ``bytes.count``) gives how many keys the text holds; in any other layout a scan of
+strings and brackets counts them. Only when the count differs from the parsed object's size
+(a repeat, or other objects' keys at that depth) is the text parsed again, with the standard
+parser, to name the repeated keys.
 """
 
 from __future__ import annotations
@@ -17,44 +17,41 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard import accel
-
 # A pretty-printed object's first key, indented by the file's unit (msprobe's: one space).
 INDENT = re.compile(rb"\A\s*\{\r?\n( +)\"")
 
 
-def count_line_starts_in_python(text: bytes, prefix: bytes) -> int:
-    """How many lines after the first start with ``prefix`` (which holds no newline): the
-    rule, which ``count_line_starts`` (_records.c) applies with memchr, 5x faster."""
+def count_line_starts(text: bytes, prefix: bytes) -> int:
+    """How many lines after the first start with ``prefix`` (which holds no newline)."""
     if b"\n" in prefix:  # lines that start with a newline would overlap
         raise ValueError("the prefix holds a newline")
     return text.count(b"\n" + prefix)
 
 
-_records = accel.compiled("records")
-count_line_starts = count_line_starts_in_python if _records is None else _records.count_line_starts
+# A JSON string (the unrolled form: a run of plain characters between escapes, so the regex
+# engine does not try an alternative at every character).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# Every byte but the brackets and the colon.
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b"{}[]:")))
+_COLON, _OPENING = ord(":"), b"{["
 
-# A JSON string, with what follows it up to a colon (a key's), or a bracket.
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"[ \t\n\r]*:?|[{}\[\]]', re.DOTALL)
 
-
-def count_keys_in_python(text: bytes, depth: int) -> int:
+def count_keys(text: bytes, depth: int) -> int:
     """How many object keys the JSON ``text`` (valid, already parsed) holds at nesting depth
-    ``depth`` (1: the top-level object's), in any layout: the rule, which ``count_keys``
-    (_records.c) applies byte by byte, 50x faster."""
+    ``depth`` (1: the top-level object's), in any layout. Outside strings a colon follows a
+    key and nothing else, so with the strings taken out (by the regex engine) and all but
+    brackets and colons deleted (by ``bytes.translate``), what is left to walk in Python is a
+    colon per key and the brackets."""
+    structure = _STRING.sub(b"", text).translate(None, _NOT_STRUCTURE)
     level = count = 0
-    for token in _TOKEN.finditer(text):
-        first = token.group()[0]
-        if first == 0x22:  # '"'
-            count += level == depth and token.group().endswith(b":")
-        elif first in b"{[":
+    for byte in structure:
+        if byte == _COLON:
+            count += level == depth
+        elif byte in _OPENING:
             level += 1
         else:
             level -= 1
     return count
-
-
-count_keys = count_keys_in_python if _records is None else _records.count_keys
 
 
 def repeated_keys(raw: bytes, parsed: dict[str, Any], member: str | None) -> list[str]:

@@ -14,10 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard import accel
 from graphboard.dump.construct import Construct, read_construct
 from graphboard.dump.jsonio import DumpFile
 from graphboard.dump.layout import TENSOR_DIR, RankDir
+from graphboard.dump.param_columns import ParamColumns, params_from_columns, params_to_columns
 from graphboard.dump.records import (
     Param,
     batch_p2p_ops,
@@ -50,9 +50,8 @@ _GRAD = re.compile(r"\.parameters_grad(\.\d+)?$")
 class DumpRecords:
     """dump.json parsed into parameters per node name, plus what the header says.
 
-    It pickles compactly (_records.pack_params): the inserting process of a compare reads the
-    golden dump and hands the records over (pipeline.py), which then costs the receiver a
-    twentieth of parsing the file.
+    It pickles compactly, its Params as columns (dump/param_columns.py), for a side read in
+    one process and compared in another.
     """
 
     def __init__(self, path: Path) -> None:
@@ -99,22 +98,19 @@ class DumpRecords:
 
     def __reduce__(self) -> tuple[Any, ...]:
         header = (self.task, self.level, self.framework, self.dump_data_dir)
-        packed = self.params if _records is None else _records.pack_params(self.params)
-        return (_unpickle_records, (packed, self.batch_p2p, self.has_md5, header, self.warnings))
-
-
-_records = accel.compiled("records")
+        columns = params_to_columns(self.params)
+        return (_unpickle_records, (columns, self.batch_p2p, self.has_md5, header, self.warnings))
 
 
 def _unpickle_records(
-    packed: Any,
+    columns: ParamColumns,
     batch_p2p: dict[str, list[dict[str, object]]],
     has_md5: bool,
     header: tuple[Any, Any, Any, Any],
     warnings: list[str],
 ) -> DumpRecords:
     records = DumpRecords.__new__(DumpRecords)
-    records.params = packed if _records is None else _records.unpack_params(packed)
+    records.params = params_from_columns(columns)
     records.batch_p2p = batch_p2p
     records.has_md5 = has_md5
     records.warnings = warnings
