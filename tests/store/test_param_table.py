@@ -152,10 +152,26 @@ def test_values_json_cannot_hold_come_back_exactly() -> None:
         Param("input.2", Role.INPUT),
     ]
     for case in (params, params[2:], [params[1]]):
-        data = param_table.encode(case)
-        assert_same_params(param_table.decode(data), case, "encoded")
-    assert isinstance(param_table.encode(params[2:]), bytes)  # orjson's path
-    assert isinstance(param_table.encode(params[:1]), str)  # the standard json's
+        nodes = [(7, case), (9, []), (12, case[:1])]
+        decoded = param_table.decode(param_table.encode(nodes))
+        assert list(decoded) == [7, 9, 12]
+        for order, expected in nodes:
+            assert_same_params(decoded[order], expected, f"encoded, node {order}")
+    assert isinstance(param_table.encode([(0, params[2:])]), bytes)  # orjson's path
+    assert isinstance(param_table.encode([(0, params[:1])]), str)  # NaN: the standard json's
+    assert isinstance(param_table.encode([(0, [params[1]])]), str)  # 2**70 and a NaN in extra
+    past_64_bits = [Param("input.0", Role.INPUT, "int", value=2**70)]
+    assert isinstance(param_table.encode([(0, past_64_bits)]), str)
+    assert param_table.decode(param_table.encode([(0, past_64_bits)]))[0][0].value == 2**70
+
+
+def test_a_graph_of_many_nodes_spans_rows(tmp_path: Path) -> None:
+    """More nodes than a row holds: every node's parameters found in its row."""
+    root = fixture_path("msprobe-resnet50-gpu")
+    path = run_build(BuildOptions(target=root / "step0", output_dir=tmp_path)).path
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT COUNT(*) FROM gb_params").fetchone()[0]
+    assert rows > 2, "the case should need several rows"
 
 
 def test_a_file_without_the_table_parses_its_display_strings(

@@ -1,13 +1,18 @@
-"""gb_params: each node's parameters as the builder had them, typed, one row per node.
+"""gb_params: each node's parameters as the builder had them, typed.
 
 tb_nodes keeps msprobe's display strings (every value a string) for tb_graph_ascend; what
 graphboard itself reads back from its own files (a manual pairing's rescoring, trends, the
 viewer's numbers) comes from here, so nothing parses those strings for a file we wrote.
 
-A row's ``data`` is one JSON array per node, one array per parameter holding ``FIELDS`` in
-order. orjson writes it (BLOB) unless a value is one JSON cannot hold (NaN, an infinity,
-which orjson would write as null, or an integer past 64 bits, which it refuses): such a node
-is written by the standard json module, as TEXT (its NaN / Infinity tokens, exact integers),
+A row holds the parameters of up to ``CHUNK`` consecutive nodes (in node order, those with
+parameters), keyed by the first one's node_order, as one JSON array of columns: the nodes'
+orders, their parameter counts, then each of ``FIELDS`` over all their parameters. Columns
+and a few hundred rows a graph, not a row and an array per parameter, are what keep the
+table cheap to write (bench/results/param_table.md); reading one node decodes one row.
+
+orjson writes a row (BLOB) unless a value is one JSON cannot hold (NaN, an infinity, which
+orjson would write as null, or an integer past 64 bits, which it refuses): such a row is
+written by the standard json module, as TEXT (its NaN / Infinity tokens, exact integers),
 and read back by it.
 """
 
@@ -15,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -42,18 +47,17 @@ FIELDS = (
     "extra",
     "is_tensor",
 )
-INSERT = f"INSERT INTO {TABLE} (graph_id, node_order, data) VALUES (?, ?, ?)"
+INSERT = f"INSERT INTO {TABLE} (graph_id, first_order, data) VALUES (?, ?, ?)"
+CHUNK = 256  # nodes a row: a node's read decodes ~0.1 MB at most, a graph writes few rows
 _ROLES = {role.value: role for role in Role}
-_LARGEST_INT = 2**63 - 1
+_CONTAINERS = (list, tuple, dict)
 
 
 def _not_json(value: Any) -> bool:
-    """Whether ``value`` holds a float JSON cannot write or an integer past 64 bits."""
+    """Whether ``value`` holds a float JSON cannot write (NaN, an infinity)."""
     kind = value.__class__
     if kind is float:
         return not math.isfinite(value)
-    if kind is int:
-        return not -_LARGEST_INT - 1 <= value <= 2**64 - 1
     if kind is list or kind is tuple:
         return any(_not_json(item) for item in value)
     if kind is dict:
@@ -61,49 +65,57 @@ def _not_json(value: Any) -> bool:
     return False
 
 
-def _needs_standard_json(params: list[Param]) -> bool:
-    for param in params:
-        for value in (param.max, param.min, param.mean, param.norm):
-            if value.__class__ is float and not math.isfinite(value):
-                return True
-        if param.value is not None and _not_json(param.value):
-            return True
-        if param.extra is not None and _not_json(param.extra):
-            return True
-    return False
+def _non_finite(column: list[Any]) -> bool:
+    """Whether a column of numbers (and other values) holds NaN or an infinity: the floats'
+    exact sum is finite unless one is (or the sum overflows: then the exact path too)."""
+    floats = [value for value in column if value.__class__ is float]
+    try:
+        return not math.isfinite(math.fsum(floats))
+    except OverflowError:
+        return True
 
 
-def encode(params: list[Param]) -> bytes | str:
-    """One node's parameters as stored in ``gb_params.data``."""
-    rows = [
-        (
-            p.key,
-            p.role,
-            p.type,
-            p.dtype,
-            p.shape,
-            p.max,
-            p.min,
-            p.mean,
-            p.norm,
-            p.requires_grad,
-            p.md5,
-            p.data_name,
-            p.value,
-            p.extra,
-            p.is_tensor,
-        )
-        for p in params
+def encode(nodes: Sequence[tuple[int, list[Param]]]) -> bytes | str:
+    """The ``data`` of one row: (node_order, parameters) of its nodes."""
+    params = [param for _order, node_params in nodes for param in node_params]
+    values = [p.value for p in params]
+    extras = [p.extra for p in params]
+    columns: list[list[Any]] = [
+        [order for order, _params in nodes],
+        [len(node_params) for _order, node_params in nodes],
+        [p.key for p in params],
+        [p.role for p in params],
+        [p.type for p in params],
+        [p.dtype for p in params],
+        [p.shape for p in params],
+        [p.max for p in params],
+        [p.min for p in params],
+        [p.mean for p in params],
+        [p.norm for p in params],
+        [p.requires_grad for p in params],
+        [p.md5 for p in params],
+        [p.data_name for p in params],
+        values,
+        extras,
+        [p.is_tensor for p in params],
     ]
-    if _needs_standard_json(params):
-        return json.dumps(rows, ensure_ascii=False)
-    return orjson.dumps(rows)
+    if (
+        any(_non_finite(column) for column in columns[7:11])
+        or _non_finite(values)
+        or any(_not_json(value) for value in values if value.__class__ in _CONTAINERS)
+        or any(_not_json(extra) for extra in extras if extra is not None)
+    ):
+        return json.dumps(columns, ensure_ascii=False)
+    try:
+        return orjson.dumps(columns)
+    except orjson.JSONEncodeError:  # an integer past 64 bits
+        return json.dumps(columns, ensure_ascii=False)
 
 
-def decode(data: bytes | str) -> list[Param]:
-    """The Params a ``gb_params.data`` value holds, field for field as they were written."""
-    rows = json.loads(data) if isinstance(data, str) else orjson.loads(data)
-    return [
+def decode(data: bytes | str) -> dict[int, list[Param]]:
+    """The parameters a row holds, by node_order, field for field as they were written."""
+    orders, counts, *fields = json.loads(data) if isinstance(data, str) else orjson.loads(data)
+    params = [
         Param(
             key,
             _ROLES[role],
@@ -137,16 +149,22 @@ def decode(data: bytes | str) -> list[Param]:
             value,
             extra,
             is_tensor,
-        ) in rows
+        ) in zip(*fields, strict=True)
     ]
+    found: dict[int, list[Param]] = {}
+    start = 0
+    for order, count in zip(orders, counts, strict=True):
+        found[order] = params[start : start + count]
+        start += count
+    return found
 
 
 def graph_rows(graph: Graph) -> Iterator[tuple[str, int, bytes | str]]:
-    """(graph_id, node_order, data) of each node of ``graph`` with parameters."""
-    graph_id = graph.graph_id
-    for node in graph.ordered():
-        if node.params:
-            yield graph_id, node.order, encode(node.params)
+    """(graph_id, first_order, data) of each row of ``graph``'s nodes with parameters."""
+    nodes = [(node.order, node.params) for node in graph.ordered() if node.params]
+    for start in range(0, len(nodes), CHUNK):
+        chunk = nodes[start : start + CHUNK]
+        yield graph.graph_id, chunk[0][0], encode(chunk)
 
 
 def write(conn: Statements, graphs: Iterable[Graph]) -> None:

@@ -142,13 +142,13 @@ CREATE TABLE IF NOT EXISTS gb_arrays (
 """
 
 
-# Each node's parameters typed, as the builder had them: see store/param_table.py.
+# Nodes' parameters typed, as the builder had them, a few hundred nodes a row: store/param_table.py.
 PARAMS_TABLE = """
 CREATE TABLE IF NOT EXISTS gb_params (
     graph_id TEXT NOT NULL,        -- "{data_source}_{step}_{rank}", as tb_nodes.graph_id
-    node_order INTEGER NOT NULL,   -- as tb_nodes.node_order
-    data BLOB NOT NULL,            -- JSON array of the node's parameters (param_table.FIELDS)
-    PRIMARY KEY (graph_id, node_order)
+    first_order INTEGER NOT NULL,  -- tb_nodes.node_order of the row's first node
+    data BLOB NOT NULL,            -- JSON columns of its nodes' parameters (param_table.py)
+    PRIMARY KEY (graph_id, first_order)
 ) WITHOUT ROWID;
 """
 

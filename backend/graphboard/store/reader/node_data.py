@@ -111,20 +111,21 @@ class NodeData(NodeSummaries):
                 return None
             return params_from_display(name, stored[0], stored[1])
         row = self.conn.execute(
-            _TYPED_SELECT + BY_GRAPH + " AND t.node_name = ?", (key.step, key.rank, key.side, name)
+            "SELECT t.graph_id, t.node_order FROM main.tb_nodes t"
+            + BY_GRAPH
+            + " AND t.node_name = ?",
+            (key.step, key.rank, key.side, name),
         ).fetchone()
         if row is None:
             return None
-        return [] if row[2] is None else param_table.decode(row[2])
+        return self._typed_rows(str(row[0]), [int(row[1])])[int(row[1])]
 
     def params_by_order(self, key: GraphKey, orders: Sequence[int]) -> dict[int, list[Param]]:
         """The parameters of the given nodes, by node_order, as :meth:`params` gives them."""
         wanted = sorted({int(order) for order in orders})
         if self._has_typed_params():
-            return {
-                int(order): [] if data is None else param_table.decode(data)
-                for order, _name, data in self.rows_in(key, _TYPED_SELECT, "node_order", wanted)
-            }
+            found = [int(order) for (order,) in self.rows_in(key, _ORDERS, "node_order", wanted)]
+            return self._typed_rows(key.graph_id, found) if found else {}
         return {
             int(order): params_from_display(
                 str(name), _dict_or_empty(json_or(inputs, {})), _dict_or_empty(json_or(outputs, {}))
@@ -136,6 +137,23 @@ class NodeData(NodeSummaries):
                 wanted,
             )
         }
+
+    def _typed_rows(self, graph_id: str, orders: list[int]) -> dict[int, list[Param]]:
+        """gb_params' parameters of the nodes ``orders`` (nodes of the graph), decoding each
+        row that holds one once; a node in no row has none."""
+        decoded: dict[int, dict[int, list[Param]]] = {}
+        found: dict[int, list[Param]] = {}
+        for order in orders:
+            row = self.conn.execute(_ROW_OF_ORDER, (graph_id, order)).fetchone()
+            if row is None:
+                found[order] = []
+                continue
+            first = int(row[0])
+            if first not in decoded:
+                (data,) = self.conn.execute(_ROW_DATA, (graph_id, first)).fetchone()
+                decoded[first] = param_table.decode(data)
+            found[order] = decoded[first].get(order, [])
+        return found
 
     def stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
         """Every node of the graph holding parameters, in node order, read by one query (a
@@ -220,11 +238,12 @@ class NodeData(NodeSummaries):
         }
 
 
-_TYPED_SELECT = (
-    "SELECT t.node_order, t.node_name, p.data FROM main.tb_nodes t LEFT JOIN main."
-    + param_table.TABLE
-    + " p ON p.graph_id = t.graph_id AND p.node_order = t.node_order"
+_ORDERS = "SELECT t.node_order FROM main.tb_nodes t"
+_ROW_OF_ORDER = (
+    f"SELECT first_order FROM main.{param_table.TABLE} WHERE graph_id = ? AND first_order <= ? "
+    "ORDER BY first_order DESC LIMIT 1"
 )
+_ROW_DATA = f"SELECT data FROM main.{param_table.TABLE} WHERE graph_id = ? AND first_order = ?"
 
 
 def _dict_or_empty(value: Any) -> dict[str, Any]:
