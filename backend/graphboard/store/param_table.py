@@ -116,40 +116,16 @@ def decode(data: bytes | str) -> dict[int, list[Param]]:
     """The parameters a row holds, by node_order, field for field as they were written."""
     orders, counts, *fields = json.loads(data) if isinstance(data, str) else orjson.loads(data)
     params = [
+        # FIELDS in order: key, role, type, dtype, shape, then the rest as they were
         Param(
-            key,
-            _ROLES[role],
-            kind,
-            dtype,
-            None if shape is None else tuple(shape),
-            maximum,
-            minimum,
-            mean,
-            norm,
-            requires_grad,
-            md5,
-            data_name,
-            value,
-            extra,
-            is_tensor,
+            row[0],
+            _ROLES[row[1]],
+            row[2],
+            row[3],
+            None if row[4] is None else tuple(row[4]),
+            *row[5:],
         )
-        for (
-            key,
-            role,
-            kind,
-            dtype,
-            shape,
-            maximum,
-            minimum,
-            mean,
-            norm,
-            requires_grad,
-            md5,
-            data_name,
-            value,
-            extra,
-            is_tensor,
-        ) in zip(*fields, strict=True)
+        for row in zip(*fields, strict=True)
     ]
     found: dict[int, list[Param]] = {}
     start = 0
