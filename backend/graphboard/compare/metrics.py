@@ -46,18 +46,18 @@ def is_number(value: Stat) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _difference(npu: Stat, bench: Stat) -> tuple[Metric, Metric]:
+def _difference(target: Stat, golden: Stat) -> tuple[Metric, Metric]:
     """(difference, relative error) of one statistic."""
     # floats (nearly always) skip the general check
-    if not (npu.__class__ is float or is_number(npu)) or not (
-        bench.__class__ is float or is_number(bench)
+    if not (target.__class__ is float or is_number(target)) or not (
+        golden.__class__ is float or is_number(golden)
     ):
         return NA, NA
     # Python's own arithmetic, as msprobe's: two integer statistics differ by an integer.
-    diff = npu - bench  # type: ignore[operator]
+    diff = target - golden  # type: ignore[operator]
     if diff != diff:  # NaN
         return NAN, NAN
-    return diff, abs(diff / float(bench)) if bench != 0 else NA  # type: ignore[arg-type,operator]
+    return diff, abs(diff / float(golden)) if golden != 0 else NA  # type: ignore[arg-type,operator]
 
 
 _NO_STATS: tuple[Stat, Stat, Stat, Stat] = (None, None, None, None)
@@ -76,12 +76,16 @@ _NO_STATS: tuple[Stat, Stat, Stat, Stat] = (None, None, None, None)
 def summary_metrics(target: Param | None, golden: Param | None) -> dict[str, Metric]:
     """Differences and relative errors of Max, Min, Mean and Norm, once per compared
     parameter."""
-    npu = (target.max, target.min, target.mean, target.norm) if target is not None else _NO_STATS
-    bench = (golden.max, golden.min, golden.mean, golden.norm) if golden is not None else _NO_STATS
-    max_diff, max_relative = _difference(npu[0], bench[0])
-    min_diff, min_relative = _difference(npu[1], bench[1])
-    mean_diff, mean_relative = _difference(npu[2], bench[2])
-    norm_diff, norm_relative = _difference(npu[3], bench[3])
+    target_stats = (
+        (target.max, target.min, target.mean, target.norm) if target is not None else _NO_STATS
+    )
+    golden_stats = (
+        (golden.max, golden.min, golden.mean, golden.norm) if golden is not None else _NO_STATS
+    )
+    max_diff, max_relative = _difference(target_stats[0], golden_stats[0])
+    min_diff, min_relative = _difference(target_stats[1], golden_stats[1])
+    mean_diff, mean_relative = _difference(target_stats[2], golden_stats[2])
+    norm_diff, norm_relative = _difference(target_stats[3], golden_stats[3])
     # One dict display instead of eight insertions: this runs once per compared parameter.
     return {
         _MAX_DIFF: max_diff,
@@ -147,25 +151,25 @@ def _fixed(value: float) -> float:
 
 
 def tensor_metrics(
-    npu: np.ndarray[Any, Any] | None, bench: np.ndarray[Any, Any] | None
+    target: np.ndarray[Any, Any] | None, golden: np.ndarray[Any, Any] | None
 ) -> tuple[dict[str, Metric], list[str]]:
     """Cosine, EucDist, MaxAbsErr, MaxRelativeErr and the 1/1000 and 5/1000 ratios."""
     import numpy as np  # see _load_tensor
 
     messages: list[str] = []
-    if npu is None or bench is None:
+    if target is None or golden is None:
         return dict.fromkeys(TENSOR_METRIC_NAMES, UNSUPPORTED), messages
-    if npu.size == 0 or bench.size == 0:
+    if target.size == 0 or golden.size == 0:
         return dict.fromkeys(TENSOR_METRIC_NAMES, UNSUPPORTED), ["empty tensor"]
-    if npu.shape != bench.shape:
+    if target.shape != golden.shape:
         return dict.fromkeys(TENSOR_METRIC_NAMES, SHAPE_UNMATCHED), [
-            f"shape {list(npu.shape)} vs {list(bench.shape)}"
+            f"shape {list(target.shape)} vs {list(golden.shape)}"
         ]
-    if npu.dtype != bench.dtype:
-        messages.append(f"dtype {npu.dtype} vs {bench.dtype}")
-    result_dtype = np.result_type(npu.dtype, bench.dtype, np.float32)
-    n = npu.astype(np.float64).ravel()
-    b = bench.astype(np.float64).ravel()
+    if target.dtype != golden.dtype:
+        messages.append(f"dtype {target.dtype} vs {golden.dtype}")
+    result_dtype = np.result_type(target.dtype, golden.dtype, np.float32)
+    n = target.astype(np.float64).ravel()
+    b = golden.astype(np.float64).ravel()
     n_bad, b_bad = ~np.isfinite(n), ~np.isfinite(b)
     if n_bad.any() or b_bad.any():
         if not np.array_equal(n_bad, b_bad):
@@ -189,7 +193,7 @@ def tensor_metrics(
         )
     else:
         relative = abs_err / np.abs(b)
-    scalar = npu.ndim == 0
+    scalar = target.ndim == 0
     if scalar or n.size == 1:
         metrics["Cosine"] = UNSUPPORTED
     else:

@@ -196,9 +196,8 @@ _STACK_INSERT = "INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)"
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
     """graphboard's per-graph tables (gb_graphs, gb_arrays, gb_params), once the graphs are scored.
 
-    Only these need numpy (store/arrays.py), so it is imported here, not at start-up: a lone
-    task gets here while the process writing its part finishes tb_nodes, so the import (0.1 s)
-    costs no time, and that process never loads numpy.
+    Only these need numpy (store/arrays.py), so it is imported here, not at start-up: a
+    command that fails early, or lists its help, never waits for it.
     """
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
