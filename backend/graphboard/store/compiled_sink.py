@@ -8,8 +8,10 @@ the other tables. The file holds what store/sqlite_sink.py's would, row for row.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ def _sqlite_version() -> int:
 
 
 class CompiledSink:
-    """A PartSink (store/sink.py) whose tb_nodes indexes are built at ``finish_nodes``; the
+    """A PartSink (store/sink.py) whose tb_nodes indexes are built from ``finish_nodes`` on; the
     other tables' statements are kept and run through SQLite at the close, in one
     transaction. Only when the module is built (``available``)."""
 
@@ -46,8 +48,12 @@ class CompiledSink:
             raise StoreError(f"{path}: {error}") from None  # "cannot create the file: ..."
         self._statements: list[tuple[str, Any, bool]] = []
         self._nodes_done = False
+        self._indexing: threading.Thread | None = None
+        self._indexing_error: StoreError | None = None
 
     def insert_nodes(self, rows: Iterable[tuple[Any, ...]], /) -> None:
+        if self._nodes_done:  # the indexing thread owns the table now
+            raise StoreError(f"{self.path}: {ROW_FAILURE}: the table is already finished")
         try:
             self._table.append(rows)
         except (TypeError, ValueError, OverflowError) as error:
@@ -62,18 +68,33 @@ class CompiledSink:
         self._statements.append((sql, list(parameters), True))
 
     def finish_nodes(self) -> None:
+        """Build tb_nodes' indexes on a thread of their own: the writer releases the GIL while
+        it sorts and packs them, so they are built while the caller computes the summaries
+        whose statements come next. ``close`` waits for them."""
         if self._nodes_done:
             return
         self._nodes_done = True
+        self._indexing = threading.Thread(target=self._build_indexes, name="tb_nodes indexes")
+        self._indexing.start()
+
+    def _build_indexes(self) -> None:
         try:
-            # one thread per core: the indexes are independent, and when the last rows are
-            # in, the rest of a task (summaries) is light
+            # one thread per index, up to one per core: the indexes are independent
             self._table.finish(self._schema_rows, _sqlite_version(), threads=os.cpu_count() or 1)
         except (OSError, ValueError) as error:
-            raise StoreError(f"{self.path}: {NODES_FAILURE}: {error}") from None
+            self._indexing_error = StoreError(f"{self.path}: {NODES_FAILURE}: {error}")
+
+    def _indexes_built(self) -> None:
+        if self._indexing is not None:
+            self._indexing.join()
+            self._indexing = None
+        if self._indexing_error is not None:
+            error, self._indexing_error = self._indexing_error, None
+            raise error
 
     def close(self) -> None:
         self.finish_nodes()
+        self._indexes_built()
         conn = open_db(self.path)
         try:
             schema.create_tables(conn)  # all but tb_nodes, which is there
@@ -91,6 +112,8 @@ class CompiledSink:
             self._statements.clear()
 
     def abandon(self) -> None:
+        with contextlib.suppress(StoreError):  # the error that made the part useless is raised
+            self._indexes_built()
         self._table.close()
         self._statements.clear()
 
