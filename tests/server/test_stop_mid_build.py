@@ -56,7 +56,7 @@ def test_a_server_stopped_mid_build_leaves_no_file_and_no_child(
             lambda: builds.is_dir() and any(builds.iterdir()), 60, "the build's temporary file"
         )
         children = descendants(server.pid)
-        assert len(children) >= 2, children  # the build process and its writing child
+        assert len(children) >= 2, children  # the build process and the one reading the golden side
         server.send_signal(signum)
         server.wait(timeout=60)
     finally:

@@ -101,7 +101,10 @@ class _Slot:
             target=_serve_jobs,
             args=(theirs, self.runner.settings.model_dump(), os.getpid()),
             name=f"graphboard-builder-{self.index}",
-            daemon=True,
+            # not a daemon: a build runs as the command does, and may start processes of its
+            # own (a lone compare reads its golden side in one, several ranks run in a pool);
+            # the slot stops it (_stop_process), and it stops itself if the server dies
+            daemon=False,
         )
         process.start()
         theirs.close()
