@@ -156,7 +156,10 @@ def test_a_task_leaves_the_cycle_collector_as_it_found_it(tmp_path: Path, enable
         (gc.enable if was_enabled else gc.disable)()
 
 
-def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 2], ids=["one process", "golden read aside"])
+def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(
+    tmp_path: Path, workers: int
+) -> None:
     root = fixture_path("convnet-stats")
     golden = tmp_path / "golden"
     shutil.copytree(root / "golden", golden)
@@ -164,7 +167,7 @@ def test_a_broken_golden_dump_is_reported_as_itself_and_leaves_nothing(tmp_path:
     dump.chmod(0o644)
     dump.write_text('{"task": "statistics", "data": {"Module.a.A.forward.0": ')
     out = tmp_path / "out"
-    options = BuildOptions(target=root / "target", golden=golden, output_dir=out)
+    options = BuildOptions(target=root / "target", golden=golden, output_dir=out, workers=workers)
     with pytest.raises(DumpError, match=rf"{dump}: the JSON document ends early"):
         run_build(options)
     assert list(out.iterdir()) == []
@@ -212,20 +215,6 @@ def test_a_lone_compare_reading_its_golden_side_aside_writes_the_same_file(
         assert ("wait for and build golden" in timings) is (workers == 2)
         files[workers] = result.path
     assert_same_vis_db(files[1], files[2], ("one process", "golden read aside"))
-
-
-def test_a_broken_golden_dump_read_aside_is_reported_as_itself(tmp_path: Path) -> None:
-    root = fixture_path("convnet-stats")
-    golden = tmp_path / "golden"
-    shutil.copytree(root / "golden", golden)
-    dump = next(golden.rglob("dump.json"))
-    dump.chmod(0o644)
-    dump.write_text('{"task": "statistics", "data": {"Module.a.A.forward.0": ')
-    out = tmp_path / "out"
-    options = BuildOptions(target=root / "target", golden=golden, output_dir=out, workers=2)
-    with pytest.raises(DumpError, match=rf"{dump}: the JSON document ends early"):
-        run_build(options)
-    assert list(out.iterdir()) == []
 
 
 def _meta(path: Path) -> dict[str, str]:
