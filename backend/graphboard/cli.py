@@ -72,7 +72,10 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
-        "--workers", type=int, help="processes for multi-rank work (default: one per core)"
+        "--workers",
+        type=int,
+        help="processes for the build: several ranks run in a pool of this many, and a lone "
+        "compare reads its golden side in a second process unless 1 (default: one per core)",
     )
     parser.add_argument(
         "--name", help="output file name (default build_/compare_<timestamp>.vis.db)"
