@@ -25,32 +25,18 @@ from typing import Any
 
 import orjson
 
-from graphboard.dump.records import Param, Role
+from graphboard.dump import param_columns
+from graphboard.dump.records import Param
 from graphboard.graph.model import Graph
 from graphboard.store.statements import Statements
 
 TABLE = "gb_params"
-FIELDS = (
-    "key",
-    "role",
-    "type",
-    "dtype",
-    "shape",
-    "max",
-    "min",
-    "mean",
-    "norm",
-    "requires_grad",
-    "md5",
-    "data_name",
-    "value",
-    "extra",
-    "is_tensor",
-)
+FIELDS = param_columns.FIELDS  # the order of the columns after orders and counts
 INSERT = f"INSERT INTO {TABLE} (graph_id, first_order, data) VALUES (?, ?, ?)"
 CHUNK = 256  # nodes a row: a node's read decodes ~0.1 MB at most, a graph writes few rows
-_ROLES = {role.value: role for role in Role}
 _CONTAINERS = (list, tuple, dict)
+_VALUE, _EXTRA = FIELDS.index("value"), FIELDS.index("extra")
+_STATISTICS = [FIELDS.index(name) for name in ("max", "min", "mean", "norm")]
 
 
 def _not_json(value: Any) -> bool:
@@ -78,29 +64,15 @@ def _non_finite(column: list[Any]) -> bool:
 def encode(nodes: Sequence[tuple[int, list[Param]]]) -> bytes | str:
     """The ``data`` of one row: (node_order, parameters) of its nodes."""
     params = [param for _order, node_params in nodes for param in node_params]
-    values = [p.value for p in params]
-    extras = [p.extra for p in params]
+    fields = param_columns.fields_of(params)
+    values, extras = fields[_VALUE], fields[_EXTRA]
     columns: list[list[Any]] = [
         [order for order, _params in nodes],
         [len(node_params) for _order, node_params in nodes],
-        [p.key for p in params],
-        [p.role for p in params],
-        [p.type for p in params],
-        [p.dtype for p in params],
-        [p.shape for p in params],
-        [p.max for p in params],
-        [p.min for p in params],
-        [p.mean for p in params],
-        [p.norm for p in params],
-        [p.requires_grad for p in params],
-        [p.md5 for p in params],
-        [p.data_name for p in params],
-        values,
-        extras,
-        [p.is_tensor for p in params],
+        *fields,
     ]
     if (
-        any(_non_finite(column) for column in columns[7:11])
+        any(_non_finite(fields[index]) for index in _STATISTICS)
         or _non_finite(values)
         or any(_not_json(value) for value in values if value.__class__ in _CONTAINERS)
         or any(_not_json(extra) for extra in extras if extra is not None)
@@ -115,18 +87,7 @@ def encode(nodes: Sequence[tuple[int, list[Param]]]) -> bytes | str:
 def decode(data: bytes | str) -> dict[int, list[Param]]:
     """The parameters a row holds, by node_order, field for field as they were written."""
     orders, counts, *fields = json.loads(data) if isinstance(data, str) else orjson.loads(data)
-    params = [
-        # FIELDS in order: key, role, type, dtype, shape, then the rest as they were
-        Param(
-            row[0],
-            _ROLES[row[1]],
-            row[2],
-            row[3],
-            None if row[4] is None else tuple(row[4]),
-            *row[5:],
-        )
-        for row in zip(*fields, strict=True)
-    ]
+    params = param_columns.params_of(fields)
     found: dict[int, list[Param]] = {}
     start = 0
     for order, count in zip(orders, counts, strict=True):
