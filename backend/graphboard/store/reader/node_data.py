@@ -52,18 +52,30 @@ class NodeData(NodeSummaries):
 
     _typed_params: bool | None = None  # see _has_typed_params
 
+    def _node_row(
+        self, key: GraphKey, name: str, columns: str, join: str = ""
+    ) -> tuple[Any, ...] | None:
+        """``columns`` of the node ``name`` of graph ``key`` (``join``: tables they come from
+        besides tb_nodes, which is ``t``); both are this module's constants, never input."""
+        row: tuple[Any, ...] | None = self.conn.execute(
+            f"SELECT {columns} FROM main.tb_nodes t{join}" + BY_GRAPH + " AND t.node_name = ?",
+            (key.step, key.rank, key.side, name),
+        ).fetchone()
+        return row
+
     def node(self, key: GraphKey, name: str) -> NodeRecord | None:
         summary = self.summary(key, name)
         if summary is None:
             return None
-        input_text, output_text, stack, merge_info, distributed, dump_dir = self.conn.execute(
-            """SELECT t.input_data, t.output_data, s.stack_info, t.parallel_merge_info,
-                      t.matched_distributed, t.dump_data_dir
-               FROM main.tb_nodes t LEFT JOIN main.tb_stack s ON s.id = t.stack_id"""
-            + BY_GRAPH
-            + " AND t.node_name = ?",
-            (key.step, key.rank, key.side, name),
-        ).fetchone()
+        row = self._node_row(
+            key,
+            name,
+            "t.input_data, t.output_data, s.stack_info, t.parallel_merge_info, "
+            "t.matched_distributed, t.dump_data_dir",
+            " LEFT JOIN main.tb_stack s ON s.id = t.stack_id",
+        )
+        assert row is not None  # the summary found the node
+        input_text, output_text, stack, merge_info, distributed, dump_dir = row
         if summary.manual:
             overlaid = self.manual_data(key, name).get(summary.node_order)
             if overlaid is not None:
@@ -83,12 +95,7 @@ class NodeData(NodeSummaries):
         self, key: GraphKey, name: str
     ) -> tuple[dict[str, Any], dict[str, Any], str | None] | None:
         """(input_data, output_data, dump_data_dir) exactly as ``tb_nodes`` holds them."""
-        row = self.conn.execute(
-            "SELECT input_data, output_data, dump_data_dir FROM main.tb_nodes t"
-            + BY_GRAPH
-            + " AND t.node_name = ?",
-            (key.step, key.rank, key.side, name),
-        ).fetchone()
+        row = self._node_row(key, name, "t.input_data, t.output_data, t.dump_data_dir")
         if row is None:
             return None
         return json_or(row[0], {}), json_or(row[1], {}), str(row[2]) if row[2] else None
@@ -110,12 +117,7 @@ class NodeData(NodeSummaries):
             if stored is None:
                 return None
             return params_from_display(name, stored[0], stored[1])
-        row = self.conn.execute(
-            "SELECT t.graph_id, t.node_order FROM main.tb_nodes t"
-            + BY_GRAPH
-            + " AND t.node_name = ?",
-            (key.step, key.rank, key.side, name),
-        ).fetchone()
+        row = self._node_row(key, name, "t.graph_id, t.node_order")
         if row is None:
             return None
         return self._typed_rows(str(row[0]), [int(row[1])])[int(row[1])]
