@@ -114,5 +114,4 @@ def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRow
 
 def sink(part: PartSink, graph_rows: GraphRows) -> None:
     """Write a graph's rows and stacks into the task's part file."""
-    part.insert_nodes(graph_rows)
-    writer.write_stacks(part, graph_rows.prepared)
+    writer.write_rows(part, graph_rows.prepared, graph_rows.names)

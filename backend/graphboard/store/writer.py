@@ -74,8 +74,7 @@ class Links(Enum):
 
 @dataclass(slots=True)
 class PreparedRows:
-    """What every row of one graph needs, computed once: its rows can then be written whole
-    or in parts (``write_nodes``), by any process that holds the graph."""
+    """What every row of one graph needs, computed once before its rows are formatted."""
 
     graph: Graph
     graph_id: str
@@ -160,9 +159,7 @@ def write_graph(
     conn: PartSink, graph: Graph, counterpart: Graph | None, mode: DataMode | None
 ) -> None:
     """Insert one (side, step, rank) graph's nodes and stacks; ``counterpart`` in a compare."""
-    rows = prepare_rows(graph, counterpart, mode)
-    write_nodes(conn, rows, row_order(graph))
-    write_stacks(conn, rows)
+    write_rows(conn, prepare_rows(graph, counterpart, mode), row_order(graph))
 
 
 def row_order(graph: Graph) -> list[str]:
@@ -182,11 +179,9 @@ def node_rows(rows: PreparedRows, names: list[str]) -> Iterator[tuple[Any, ...]]
     return _rows_of(rows, (nodes[name] for name in names))
 
 
-def write_nodes(conn: PartSink, rows: PreparedRows, names: list[str]) -> None:
+def write_rows(conn: PartSink, rows: PreparedRows, names: list[str]) -> None:
+    """The tb_nodes rows of the nodes ``names`` (in that order), then the graph's stacks."""
     conn.insert_nodes(node_rows(rows, names))
-
-
-def write_stacks(conn: PartSink, rows: PreparedRows) -> None:
     conn.executemany(_STACK_INSERT, rows.stack_rows)
 
 
