@@ -43,7 +43,7 @@ def compiled(name: str) -> ModuleType | None:
 
 
 def active() -> dict[str, bool]:
-    """Which compiled parts this process uses (for ``graph_build --version`` and bench/)."""
+    """Which compiled parts this process would use (bench/ and the install tests ask)."""
     return {name: compiled(name) is not None for name in PARTS}
 
 
