@@ -220,3 +220,20 @@ def test_a_lone_compare_reading_its_golden_side_aside_writes_the_same_file(
 def _meta(path: Path) -> dict[str, str]:
     with sqlite3.connect(path) as conn:
         return dict(conn.execute("SELECT key, value FROM gb_meta").fetchall())
+
+
+def test_a_small_part_has_no_free_pages_and_the_same_size_each_time(tmp_path: Path) -> None:
+    """Below THREADED_INDEX_ROWS the compiled sink builds its indexes on one thread: a second
+    thread's unused run of page numbers would stay free mid-file, some builds and not others
+    (which made the full-disk test of test_cli_errors flaky)."""
+    root = fixture_path("convnet-stats")
+    options = BuildOptions(target=root / "target", golden=root / "golden", output_dir=tmp_path)
+    task = plan_build(options).tasks[0]
+    sizes = set()
+    for attempt in range(8):
+        part = tmp_path / f"part{attempt}.db"
+        run_task(task, options, part)
+        with sqlite3.connect(part) as conn:
+            assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
+        sizes.add(part.stat().st_size)
+    assert len(sizes) == 1

@@ -23,6 +23,7 @@ from graphboard.store.node_rows import NODES_FAILURE, ROW_FAILURE, nodes_layout
 from graphboard.store.sqlite_sink import open_db
 
 _btree = accel.compiled("btree")
+THREADED_INDEX_ROWS = 20_000  # below this many tb_nodes rows the indexes take milliseconds
 
 
 def _sqlite_version() -> int:
@@ -79,10 +80,16 @@ class CompiledSink:
 
     def _build_indexes(self) -> None:
         try:
-            # one thread per index, up to one per core: the indexes are independent
-            self._table.finish(self._schema_rows, _sqlite_version(), threads=os.cpu_count() or 1)
+            self._table.finish(self._schema_rows, _sqlite_version(), threads=self._threads())
         except (OSError, ValueError) as error:
             self._indexing_error = StoreError(f"{self.path}: {NODES_FAILURE}: {error}")
+
+    def _threads(self) -> int:
+        """One thread per index, up to one per core (the indexes are independent), once there
+        are enough rows for it to pay. Each thread takes page numbers in runs, and the rest of
+        a run it leaves unused mid-file stays as free pages: for a small table that would be
+        much of the file, and its size would change from one build to the next."""
+        return (os.cpu_count() or 1) if self._table.rows >= THREADED_INDEX_ROWS else 1
 
     def _indexes_built(self) -> None:
         if self._indexing is not None:
