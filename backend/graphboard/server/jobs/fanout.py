@@ -151,8 +151,9 @@ def build_part(
         done = records.record_part(session, job_id, index, task.step, task.rank, result.seconds)
         current = records.get(session, job_id)
         if current is None or current.status != records.RUNNING:
-            part.unlink(missing_ok=True)  # the job failed meanwhile
-            result_file.unlink(missing_ok=True)
+            # The job failed meanwhile: its folder goes, even if the failing part's removal
+            # ran while this part still wrote into it (and so could not remove the folder).
+            _discard(settings, job_id)
             return
         records.report(
             session,
