@@ -41,3 +41,25 @@ def graph_visualize(out_dir: Path, *options: str) -> Path:
         f"expected one .vis.db in {out_dir}, found {databases}\n{result.stdout[-2000:]}"
     )
     return databases[0]
+
+
+def msprobe_python() -> str:
+    """The Python of msprobe's own environment (beside its executable), to run a script that
+    dumps a model with msprobe's dumper (``msprobe.pytorch.PrecisionDebugger``): the project
+    never imports msprobe, so such scripts run as separate programs."""
+    python = Path(msprobe_binary()).with_name("python")
+    if not python.is_file():
+        pytest.skip(f"no python beside {msprobe_binary()} to run msprobe's dumper")
+    return str(python)
+
+
+def run_msprobe_script(script: Path, *arguments: str, cwd: Path, timeout: float = 600) -> str:
+    """Run ``script`` with msprobe's Python in ``cwd``; return its stdout (fail on error)."""
+    command = [msprobe_python(), str(script), *arguments]
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False
+    )
+    assert result.returncode == 0, (
+        f"{' '.join(command)} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    )
+    return result.stdout
