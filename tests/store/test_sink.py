@@ -266,6 +266,27 @@ def test_statements_run_after_the_nodes_are_finished_and_rows_are_refused(
     assert found["stacks"] == [("s", "[]"), ("t", "[]")]
 
 
+def test_the_compiled_sink_takes_a_statement_s_rows_only_at_the_close(tmp_path: Path) -> None:
+    """It keeps what executemany is given as it is, not a copy: a million-node graph's
+    gb_params rows would otherwise all be held until the close."""
+    if not compiled_sink.available():
+        pytest.skip("graphboard.accel._btree is not built (or GRAPHBOARD_PURE is set)")
+    taken: list[str] = []
+
+    def stacks() -> Any:
+        for name in ("s", "t"):
+            taken.append(name)
+            yield (name, "[]")
+
+    path = tmp_path / "late.db"
+    part = _one_row_finished(compiled_sink.CompiledSink, path)
+    part.executemany(_STACK_INSERT, stacks())
+    assert taken == []
+    part.close()
+    assert taken == ["s", "t"]
+    assert _tables(path)["stacks"] == [("s", "[]"), ("t", "[]")]
+
+
 def test_a_failing_statement_is_an_error_naming_the_file(
     open_part: OpenSink, tmp_path: Path
 ) -> None:

@@ -34,7 +34,9 @@ def _sqlite_version() -> int:
 class CompiledSink:
     """A PartSink (store/sink.py) whose tb_nodes indexes are built from ``finish_nodes`` on; the
     other tables' statements are kept and run through SQLite at the close, in one
-    transaction. Only when the module is built (``available``)."""
+    transaction. ``executemany`` keeps its iterable as given and takes the rows from it only
+    then: a million-node graph's gb_params blobs are never all in memory at once. Only when
+    the module is built (``available``)."""
 
     def __init__(self, path: Path, indexed: bool) -> None:
         if _btree is None:
@@ -47,7 +49,7 @@ class CompiledSink:
             self._table = _btree.TableFile(str(path), layout.affinities, layout.indexes[:count])
         except OSError as error:
             raise StoreError(f"{path}: {error}") from None  # "cannot create the file: ..."
-        self._statements: list[tuple[str, Any, bool]] = []
+        self._statements: list[tuple[str, Any, bool]] = []  # (sql, parameters, many)
         self._nodes_done = False
         self._indexing: threading.Thread | None = None
         self._indexing_error: StoreError | None = None
@@ -66,7 +68,7 @@ class CompiledSink:
         self._statements.append((sql, tuple(parameters), False))
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
-        self._statements.append((sql, list(parameters), True))
+        self._statements.append((sql, parameters, True))
 
     def finish_nodes(self) -> None:
         """Build tb_nodes' indexes on a thread of their own: the writer releases the GIL while

@@ -18,7 +18,8 @@ class PartSink(Statements, Protocol):
     """A task's part file being written (store/sink.py): tb_nodes rows in bulk, the other
     tables' statements; ``close`` completes it, ``abandon`` gives it up (the caller removes
     the file). Every error is a one-line StoreError naming the file; one found while SQLite
-    works in the background surfaces at the next call."""
+    works in the background surfaces at the next call. ``executemany`` may take its rows as
+    late as ``close``: what it is given must not change before then."""
 
     def insert_nodes(self, rows: Iterable[tuple[Any, ...]], /) -> None:
         """tb_nodes rows, in schema.TB_NODES_COLUMNS order and in id order."""
