@@ -80,6 +80,13 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--name", help="output file name (default build_/compare_<timestamp>.vis.db)"
     )
+    parser.add_argument(
+        "--auto-match",
+        type=float,
+        metavar="C",
+        help="after a compare, accept suggest-matches' proposals at or above confidence C "
+        "as manual matches (undo in the viewer)",
+    )
 
 
 def _progress_log(fraction: float, _message: str) -> None:
@@ -111,6 +118,8 @@ def _run_build(args: argparse.Namespace) -> int:
         raise GraphboardError("-lm needs a golden dump (-gp)")
     if args.fuzzy_match and not args.golden_path:
         raise GraphboardError("-fm needs a golden dump (-gp)")
+    if args.auto_match is not None and not (args.golden_path and 0 <= args.auto_match <= 1):
+        raise GraphboardError("--auto-match needs a golden dump (-gp) and a confidence from 0 to 1")
     options = BuildOptions(
         target=Path(args.target_path),
         golden=Path(args.golden_path) if args.golden_path else None,
@@ -130,6 +139,16 @@ def _run_build(args: argparse.Namespace) -> int:
     else:
         progress = ProgressBar()
     result = run_build(options, progress)
+    if args.auto_match is not None:
+        from graphboard.suggest.apply import auto_match
+
+        matched, refused = auto_match(result.path, args.auto_match)
+        if not args.quiet:
+            print(
+                f"graph_build: --auto-match {args.auto_match}: matched {matched} node(s), "
+                f"{refused} refused",
+                file=sys.stderr,
+            )
     if not args.quiet:
         for warning in result.warnings:
             print(f"graph_build: warning: {warning}", file=sys.stderr)
@@ -276,12 +295,14 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(run=_run_demo)
     from graphboard.ci.check import add_parser as add_ci_check
     from graphboard.server.commands import add_parsers as add_service_commands
+    from graphboard.suggest.command import add_parser as add_suggest
     from graphboard.table.command import add_parser as add_table
     from graphboard.verdict_cli import add_parser as add_verdict
 
     add_ci_check(commands)  # ci-check: upload, build on a server, exit code from the verdict
     add_verdict(commands)  # verdict: the same verdict from a .vis.db, no server
     add_table(commands)  # table: msprobe compare's result table as CSV / XLSX
+    add_suggest(commands)  # suggest-matches: proposals for grey nodes (assisted matching)
     add_service_commands(commands)  # token create/list/revoke, worker
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)

@@ -100,7 +100,12 @@ def _statistics(t: tuple[Tensor, ...], g: tuple[Tensor, ...]) -> tuple[float, st
                 worst = max(worst or 0.0, _relative(x, y))
     if worst is None:
         return None
-    shown = "identical statistics" if worst == 0 else f"statistics within {worst:.2%}"
+    if worst == 0:
+        shown = "identical statistics"
+    elif worst < 1e-4:
+        shown = "statistics agree to 0.01%"
+    else:
+        shown = f"statistics within {worst:.2%}"
     return math.exp(-_STAT_SCALE * worst), shown
 
 

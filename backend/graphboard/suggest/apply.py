@@ -1,0 +1,91 @@
+"""Proposals for a whole file, and accepting them as manual matches through the matching
+machinery (one import action per step and rank: history, undo, rescoring and roll-ups as a
+user's .vis.config import gets them)."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from graphboard.errors import GraphboardError
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.server import matching
+from graphboard.server.settings import Settings
+from graphboard.store.reader import VisDb, open_vis_db
+from graphboard.suggest.propose import Fused, Proposals, Suggestion, propose
+from graphboard.suggest.rejections import rejected
+
+
+def graph_parts(db: VisDb) -> list[tuple[int, int]]:
+    """(step, rank) of every graph with both sides, in order."""
+    sides: dict[tuple[int, int], set[str]] = {}
+    for graph in db.stored_graphs():
+        sides.setdefault((graph.step, graph.rank), set()).add(graph.side)
+    return [part for part, found in sorted(sides.items()) if {TARGET_SIDE, GOLDEN_SIDE} <= found]
+
+
+def propose_all(
+    db: VisDb, step: int | None = None, rank: int | None = None, under: str | None = None
+) -> Proposals:
+    """Proposals of every (step, rank) (or those given), users' rejections left out."""
+    if not db.config().compare:
+        raise GraphboardError(
+            f"{db.path.name}: a build of one run, not a compare: nothing to match"
+        )
+    parts = [
+        (s, r)
+        for s, r in graph_parts(db)
+        if (step is None or s == step) and (rank is None or r == rank)
+    ]
+    if not parts:
+        raise GraphboardError(
+            f"{db.path.name}: no compare graph at step {step if step is not None else 'any'}, "
+            f"rank {rank if rank is not None else 'any'}"
+        )
+    found = Proposals([], [])
+    for s, r in parts:
+        one = propose(db, s, r, rejected=rejected(db, s, r), under=under)
+        found.suggestions.extend(one.suggestions)
+        found.fused.extend(one.fused)
+    return found
+
+
+def above(found: Proposals, min_confidence: float) -> tuple[list[Suggestion], list[Fused]]:
+    return (
+        [s for s in found.suggestions if s.confidence >= min_confidence],
+        [f for f in found.fused if f.confidence >= min_confidence],
+    )
+
+
+def accept(
+    path: Path, settings: Settings, suggestions: Sequence[Suggestion]
+) -> list[matching.Outcome]:
+    """Record ``suggestions`` as manual matches: one import action per (step, rank), parents
+    before children as proposed; a pair the planner refuses is reported in its outcome."""
+    by_part: dict[tuple[int, int], dict[str, str]] = {}
+    for item in suggestions:
+        by_part.setdefault((item.step, item.rank), {})[item.target] = item.golden
+    return [
+        matching.import_config(path, settings, step, rank, config, descendants=False, twins=False)
+        for (step, rank), config in by_part.items()
+    ]
+
+
+@contextmanager
+def local_settings(path: Path) -> Iterator[Settings]:
+    """Settings of a command run on one file: its folder as the data dir, derived files of
+    msprobe's in a temporary folder (a command leaves nothing beside the file but its writes)."""
+    with tempfile.TemporaryDirectory(prefix="graphboard-suggest-") as scratch:
+        yield Settings(data_dir=path.parent, state_dir=Path(scratch))
+
+
+def auto_match(path: Path, min_confidence: float) -> tuple[int, int]:
+    """graph_build --auto-match: accept the proposals at or above ``min_confidence`` into the
+    file just built; (pairs matched, proposals refused)."""
+    with local_settings(path) as settings:
+        with open_vis_db(path, settings.cache_dir) as db:
+            chosen, _fused = above(propose_all(db), min_confidence)
+        outcomes = accept(path, settings, chosen) if chosen else []
+    return sum(len(o.pairs) for o in outcomes), sum(len(o.skipped) for o in outcomes)
