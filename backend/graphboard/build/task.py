@@ -64,7 +64,9 @@ def run_task(
         golden = None
         if golden_side is not None:
             records = (
-                stages.read(golden_side) if golden_records is None else golden_records.result()
+                stages.read(golden_side)
+                if golden_records is None
+                else _golden_read_aside(golden_records)
             )
             golden = stages.hierarchy(golden_side, records)
             clock.lap("read golden" if golden_records is None else "wait for and build golden")
@@ -97,6 +99,15 @@ def run_task(
             graph.release()
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _golden_read_aside(records: Future[DumpRecords]) -> DumpRecords:
+    """The golden side's records, read by another process; the modules the later stages
+    import when first needed are imported while it still reads, instead of after."""
+    if not records.done():
+        writer.load_summary_modules()
+        import graphboard.distributed  # noqa: F401
+    return records.result()
 
 
 def _write_part(

@@ -188,6 +188,11 @@ def write_rows(conn: PartSink, rows: PreparedRows, names: list[str]) -> None:
 _STACK_INSERT = "INSERT INTO tb_stack (id, stack_info) VALUES (?, ?)"
 
 
+def load_summary_modules() -> None:
+    """Import what write_summaries needs (numpy, through store/arrays.py) ahead of it."""
+    from graphboard.store import arrays, columns  # noqa: F401
+
+
 def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) -> None:
     """graphboard's per-graph tables (gb_graphs, gb_arrays, gb_params), once the graphs are scored.
 
