@@ -1,0 +1,245 @@
+"""The dtype-aware rule set: does a node's difference exceed what its dtypes and inputs explain?
+
+msprobe's rules (compare/rules.py) flag every bf16 node against fp32; these judge each
+parameter against the noise band its dtypes imply and the difference already in the node's
+inputs, and say whether the node *introduces* an error. docs/dtype-aware.md derives the band
+and the margin. Pure functions of scored rows (compare/engine.py computes the metrics once,
+for both rule sets).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import IntEnum
+
+from graphboard.compare.dtype_noise import (
+    DtypeRelation,
+    dtype_relation,
+    narrower_roundoff,
+    statistics_difference,
+    tensor_difference,
+)
+from graphboard.compare.result import DataMode, ParamRow
+from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
+from graphboard.dump.records import Param, Role
+
+RULES = ("msprobe", "dtype-aware")
+
+# The margin on first-order propagation (docs/dtype-aware.md §3): an output may differ by up
+# to MARGIN times its inputs' differences plus its own rounding before it introduces an error.
+MARGIN = 2.0
+# A node's own rounding, in unit roundoffs of its output: the result's rounding and that of
+# the one intermediate a fused kernel typically keeps in the narrow dtype.
+OWN_ROUNDINGS = 4.0
+
+
+class Verdict(IntEnum):
+    """A node's (or parameter's) dtype-aware outcome; the codes gb_arrays stores."""
+
+    PASS = 0
+    WARNING = 1
+    ERROR = 2
+    NOT_JUDGED = 3  # md5 mode: checksums carry no numbers to judge against a noise band
+
+    @property
+    def label(self) -> str:
+        return self.name.lower().replace("_", " ")
+
+
+@dataclass(frozen=True, slots=True)
+class ParamVerdict:
+    """One parameter: its measured difference, the band it is judged against, and why."""
+
+    key: str
+    is_output: bool
+    verdict: Verdict
+    difference: float | None  # d (dtype_noise), None when there is no number
+    band: float | None  # the largest d noise explains: own roundoff (inputs), or the
+    # inputs' differences and own rounding with the margin (outputs)
+    why: str  # the reason, with ``{d}`` and ``{band}`` for the numbers: formatted on demand
+    introduces: bool = False  # an error that arises at this node, not one carried in
+
+    @property
+    def reason(self) -> str:
+        return self.why.format(d=self.difference, band=self.band)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeVerdict:
+    verdict: Verdict
+    introduced: bool  # the node's own error, not one its inputs carry in
+    input_difference: float  # sum of the input tensors' d (and of what the node reads unseen)
+    params: tuple[ParamVerdict, ...]
+    deciding: ParamVerdict | None = None  # the parameter the verdict comes from
+    note: str = ""  # a reason of the node's own (md5, ignored APIs)
+
+    @property
+    def reason(self) -> str:
+        if self.deciding is None:
+            return self.note or "nothing to judge"
+        reason = self.deciding.reason
+        if self.verdict is Verdict.ERROR and not self.introduced:
+            return f"{MSG_CARRIED}: {reason}"
+        return reason
+
+
+MSG_DTYPE = "error: dtypes differ and mixed precision does not explain it ({} against {})"
+MSG_SHAPE = "error: shapes differ"
+MSG_OVERFLOW = "error: the target holds inf or nan where the golden is finite"
+_ARGUMENTS = "error: arguments differ"
+MSG_SCALAR = _ARGUMENTS + " ({!r} against {!r})"  # formatted at once: {d} is not in it
+MSG_ONLY = "warning: parameter only in the {}"
+MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
+MSG_MD5 = "not judged: md5 mode holds checksums, no numbers to set against a noise band"
+MSG_WITHIN = "pass: d {d:.3g} within the band {band:.3g} its inputs and own rounding explain"
+MSG_BEYOND = "error: d {d:.3g} beyond the band {band:.3g} its inputs and own rounding explain"
+MSG_CARRIED = "carried in by an input"
+MSG_INPUT = "input: d {d:.3g} against its own roundoff {band:.3g}"
+MSG_WEIGHT = "error: a parameter differs by d {d:.3g}, beyond the {band:.3g} its rounding explains"
+MSG_INSIDE = "warning: differs beyond its band, but a node inside introduces it: {}"
+
+
+def _finite_pair(param: Param) -> bool:
+    """Max and Min finite (or not numbers at all: the text-statistics warning says so)."""
+    return not any(
+        value.__class__ is float and not math.isfinite(value)  # type: ignore[arg-type]
+        for value in (param.max, param.min)
+    )
+
+
+def _same_statistics(target: Param, golden: Param) -> bool:
+    return (target.max, target.min, target.mean, target.norm) == (
+        golden.max,
+        golden.min,
+        golden.mean,
+        golden.norm,
+    )
+
+
+def _value_of(param: Param) -> object:
+    return param.value if param.value is not None else param.max
+
+
+def _structural(row: ParamRow) -> tuple[Verdict, str] | None:
+    """The checks before any number: presence, arguments, dtype, shape, overflow."""
+    target, golden = row.target, row.golden
+    if target is None or golden is None:
+        return Verdict.WARNING, MSG_ONLY.format("golden" if target is None else "target")
+    if not target.is_tensor or not golden.is_tensor:
+        target_value, golden_value = _value_of(target), _value_of(golden)
+        if target_value != golden_value and not row.is_output:
+            return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value)
+        return Verdict.PASS, "argument agrees"
+    if dtype_relation(target.dtype, golden.dtype) is DtypeRelation.OTHER:
+        return Verdict.ERROR, MSG_DTYPE.format(target.dtype, golden.dtype)
+    if target.shape != golden.shape:
+        return Verdict.ERROR, MSG_SHAPE
+    if _finite_pair(golden) and not _finite_pair(target):
+        return Verdict.ERROR, MSG_OVERFLOW
+    return None
+
+
+def _difference(row: ParamRow, mode: DataMode) -> float | None:
+    assert row.target is not None and row.golden is not None
+    if mode is DataMode.TENSOR:
+        found = tensor_difference(row.metrics, row.golden)
+        if found is not None:
+            return found
+    return statistics_difference(row.target, row.golden)
+
+
+def judge_node(
+    node_name: str, rows: list[ParamRow], mode: DataMode, hidden_difference: float = 0.0
+) -> NodeVerdict | None:
+    """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
+
+    ``hidden_difference``: the ``d`` of what the node reads besides its dumped inputs (a
+    backward node's saved forward tensors: dtype_graph.py), added to its inputs'."""
+    if not rows:
+        return None
+    if mode is DataMode.MD5:
+        params = tuple(
+            ParamVerdict(_key(row), row.is_output, Verdict.NOT_JUDGED, None, None, MSG_MD5)
+            for row in rows
+        )
+        return NodeVerdict(Verdict.NOT_JUDGED, False, 0.0, params, note=MSG_MD5)
+    name = api_name(node_name)
+    if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
+        return NodeVerdict(Verdict.PASS, False, 0.0, (), note="an API neither rule set judges")
+    skip_inputs = name in IGNORE_INPUTS
+    judged: list[ParamVerdict] = []
+    outputs: list[tuple[ParamRow, float]] = []  # to set against the inputs once all are read
+    input_difference = hidden_difference
+    carried = False  # an input already fails structurally (overflow, dtype, shape)
+    for row in rows:
+        if skip_inputs and not row.is_output:
+            continue
+        found = _structural(row)
+        if found is not None:
+            verdict, reason = found
+            own = verdict is Verdict.ERROR and (row.is_output or reason.startswith(_ARGUMENTS))
+            why = reason.replace("{", "{{").replace("}", "}}")  # its numbers are in the text
+            judged.append(ParamVerdict(_key(row), row.is_output, verdict, None, None, why, own))
+            carried = carried or (verdict is Verdict.ERROR and not row.is_output and not own)
+            continue
+        assert row.target is not None and row.golden is not None
+        difference = _difference(row, mode)
+        if difference is None and _same_statistics(row.target, row.golden):
+            difference = 0.0  # a bool or integer mask, say: equal statistics, nothing to judge
+        if difference is None:
+            judged.append(
+                ParamVerdict(_key(row), row.is_output, Verdict.WARNING, None, None, MSG_NO_NUMBERS)
+            )
+        elif row.is_output:
+            outputs.append((row, difference))
+        else:
+            input_difference += difference
+            judged.append(_input_verdict(row, difference))
+    for row, difference in outputs:
+        assert row.target is not None and row.golden is not None
+        band = output_band(input_difference, narrower_roundoff(row.target.dtype, row.golden.dtype))
+        if difference <= band:
+            param = ParamVerdict(_key(row), True, Verdict.PASS, difference, band, MSG_WITHIN)
+        else:
+            param = ParamVerdict(
+                _key(row),
+                True,
+                Verdict.ERROR,
+                difference,
+                band,
+                MSG_BEYOND,
+                not carried,
+            )
+        judged.append(param)
+    return _node_of(tuple(judged), input_difference)
+
+
+def _input_verdict(row: ParamRow, difference: float) -> ParamVerdict:
+    """An input is set against its own roundoff; a module's parameter (a weight), made by
+    nothing the dump shows, is an error beyond it: one rounding, with the margin."""
+    assert row.target is not None and row.golden is not None
+    roundoff = narrower_roundoff(row.target.dtype, row.golden.dtype)
+    if row.target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
+        return ParamVerdict(
+            _key(row), False, Verdict.ERROR, difference, MARGIN * roundoff, MSG_WEIGHT, True
+        )
+    return ParamVerdict(_key(row), False, Verdict.PASS, difference, roundoff, MSG_INPUT)
+
+
+def output_band(input_difference: float, roundoff: float) -> float:
+    """The largest output ``d`` a node's inputs and its own rounding explain."""
+    return MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
+
+
+def _node_of(params: tuple[ParamVerdict, ...], input_difference: float) -> NodeVerdict:
+    verdict = max((param.verdict for param in params), default=Verdict.PASS)
+    introducing = next((param for param in params if param.introduces), None)
+    deciding = introducing or next((param for param in params if param.verdict is verdict), None)
+    return NodeVerdict(verdict, introducing is not None, input_difference, params, deciding)
+
+
+def _key(row: ParamRow) -> str:
+    param = row.target or row.golden
+    assert param is not None
+    return param.key

@@ -1,0 +1,131 @@
+"""The noise model of the dtype-aware rules: unit roundoffs, dtype relations, and one measured
+difference per parameter (docs/dtype-aware.md derives each).
+
+A parameter's *difference* is a unitless number comparable with a unit roundoff: each dumped
+statistic's difference divided by the scale that bounds it (``d``, docs/dtype-aware.md §2).
+It never exceeds the tensors' relative error, so noise can never make it look larger than
+the tensors really differ.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+
+from graphboard.compare.result import Metric
+from graphboard.dump.records import Param, Stat
+
+# Unit roundoff (half the machine epsilon) of each floating dtype, under every spelling the
+# dumps use: PyTorch's, numpy's (tensor files), MindSpore's.
+_ROUNDOFF_BITS = {"bfloat16": 8, "float16": 11, "half": 11, "float32": 24, "float": 24}
+_ROUNDOFF_BITS |= {"float64": 53, "double": 53}
+UNIT_ROUNDOFF: dict[str, float] = {name: 2.0**-bits for name, bits in _ROUNDOFF_BITS.items()}
+
+
+class DtypeRelation(Enum):
+    SAME = "same"
+    NARROWER = "narrower"  # a floating target narrower than its golden: mixed precision
+    OTHER = "other"  # integer against float, a wider target, bf16 against fp16 ...
+
+
+def _bare(dtype: str) -> str:
+    """``torch.bfloat16`` / ``BFloat16`` / ``bfloat16`` -> ``bfloat16``."""
+    return dtype.rsplit(".", 1)[-1].lower()
+
+
+def unit_roundoff(dtype: str | None) -> float | None:
+    """The unit roundoff of a floating dtype; None for any other (integers, bool, unknown)."""
+    return None if dtype is None else UNIT_ROUNDOFF.get(_bare(dtype))
+
+
+def dtype_relation(target: str | None, golden: str | None) -> DtypeRelation:
+    if target == golden or (target and golden and _bare(target) == _bare(golden)):
+        return DtypeRelation.SAME
+    target_u, golden_u = unit_roundoff(target), unit_roundoff(golden)
+    if target_u is None or golden_u is None or target_u <= golden_u:
+        return DtypeRelation.OTHER
+    # bf16 keeps more exponent and fewer mantissa bits than fp16: neither holds the other.
+    if {_bare(target or ""), _bare(golden or "")} <= {"bfloat16", "float16", "half"}:
+        return DtypeRelation.OTHER
+    return DtypeRelation.NARROWER
+
+
+def narrower_roundoff(target: str | None, golden: str | None) -> float:
+    """The unit roundoff of the narrower of two dtypes (0 when neither is floating: such
+    values agree exactly or not at all)."""
+    values = [u for u in (unit_roundoff(target), unit_roundoff(golden)) if u is not None]
+    return max(values, default=0.0)
+
+
+def _number(value: Stat) -> float | None:
+    """A finite statistic as a float; None for text, None, inf and NaN (an infinite statistic
+    on both sides, a masked ``-inf`` fill say, carries no measure of difference, and one on
+    the target only is the overflow rule's)."""
+    if value.__class__ is float:
+        return value if math.isfinite(value) else None  # type: ignore[arg-type,return-value]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def _numel(shape: tuple[object, ...] | None) -> int:
+    count = 1
+    for size in shape or ():
+        count *= size if isinstance(size, int) and size > 0 else 1
+    return count
+
+
+def statistics_difference(target: Param, golden: Param) -> float | None:
+    """``d`` of two tensors from their Max, Min, Mean and Norm; None when none is a number.
+
+    |Δmax|, |Δmin| <= ‖t-g‖∞ and |ΔNorm| <= ‖t-g‖₂, |Δmean| <= ‖t-g‖₂/√n, so each statistic's
+    difference over its scale (the largest magnitude, the norm, the rms) is at most the
+    tensors' relative error; ``d`` is the largest of the four.
+    """
+    t_max, t_min, g_max, g_min = (
+        _number(target.max),
+        _number(target.min),
+        _number(golden.max),
+        _number(golden.min),
+    )
+    t_norm, g_norm = _number(target.norm), _number(golden.norm)
+    t_mean, g_mean = _number(target.mean), _number(golden.mean)
+    magnitude = max(
+        (abs(value) for value in (t_max, t_min, g_max, g_min) if value is not None), default=0.0
+    )
+    norm = max(t_norm or 0.0, g_norm or 0.0)
+    found: list[float] = []
+    for t_value, g_value in ((t_max, g_max), (t_min, g_min)):
+        if t_value is not None and g_value is not None:
+            found.append(_ratio(abs(t_value - g_value), magnitude))
+    if t_norm is not None and g_norm is not None:
+        found.append(_ratio(abs(t_norm - g_norm), norm))
+    if t_mean is not None and g_mean is not None:
+        rms = norm / math.sqrt(_numel(golden.shape)) if norm else magnitude
+        found.append(_ratio(abs(t_mean - g_mean), rms))
+    return max(found) if found else None
+
+
+def _ratio(difference: float, scale: float) -> float:
+    if scale == 0.0:
+        return 0.0 if difference == 0.0 else math.inf
+    return difference / scale
+
+
+def tensor_difference(metrics: dict[str, Metric], golden: Param | None) -> float | None:
+    """``d`` of two whole tensors: the relative L2 error ‖t-g‖₂/‖g‖₂ (EucDist over the
+    golden's norm) and the relative L∞ error (MaxAbsErr over the golden's magnitude), the
+    larger; None when the metrics are markers (shape unmatched, unsupported)."""
+    distance, largest = metrics.get("EucDist"), metrics.get("MaxAbsErr")
+    found: list[float] = []
+    if golden is not None:
+        norm = _number(golden.norm)
+        magnitude = max(
+            (abs(v) for v in (_number(golden.max), _number(golden.min)) if v is not None),
+            default=None,
+        )
+        if isinstance(distance, float) and norm is not None:
+            found.append(_ratio(distance, norm))
+        if isinstance(largest, float) and magnitude is not None:
+            found.append(_ratio(largest, magnitude))
+    return max(found) if found else None
