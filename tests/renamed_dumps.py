@@ -156,6 +156,78 @@ def truth(target_names: list[str], golden_names: set[str], renaming: Renaming) -
 
 RENAMINGS = {"megatron": MEGATRON, "hf-gpt2": HF_GPT2}
 
+
+@dataclass(frozen=True)
+class Measured:
+    grey: int  # grey target nodes with a true counterpart
+    suggested: int  # proposals at or above the confidence
+    right: int  # of which name the true counterpart
+    missed: list[str]  # grey nodes with a true counterpart and no right proposal
+    wrong: list[tuple[str, str]]
+
+    @property
+    def coverage(self) -> float:
+        return (self.grey - len(self.missed)) / self.grey if self.grey else 1.0
+
+    @property
+    def precision(self) -> float:
+        return self.right / self.suggested if self.suggested else 1.0
+
+
+def measure(path: Path, renaming: Renaming, min_confidence: float, cache: Path) -> Measured:
+    """suggest-matches' proposals for step 0 rank 0 of ``path`` against the ground truth:
+    each grey target node's counterpart is its name renamed, where the golden has it."""
+    from graphboard.store.reader import GraphKey, open_vis_db
+    from graphboard.suggest import propose
+
+    with open_vis_db(path, cache) as db:
+        target, golden = db.view(GraphKey("NPU", 0, 0)), db.view(GraphKey("Bench", 0, 0))
+        golden_names = set(golden.names)
+        grey = [target.names[o] for o in range(len(target)) if target.columns["matched"][o] != 1]
+        true = truth(grey, golden_names, renaming)
+        found = [s for s in propose(db, 0, 0).suggestions if s.confidence >= min_confidence]
+    right = {s.target for s in found if true.get(s.target) == s.golden}
+    return Measured(
+        grey=len(true),
+        suggested=len(found),
+        right=len(right),
+        missed=[name for name in true if name not in right],
+        wrong=[(s.target, s.golden) for s in found if true.get(s.target) != s.golden],
+    )
+
+
+@dataclass(frozen=True)
+class RenamedCompare:
+    """A target against its golden under the original names and under renamed ones."""
+
+    original: Path  # compare .vis.db: target vs golden
+    renamed: Path  # compare .vis.db: target vs the golden renamed
+    renaming: Renaming
+
+
+def renamed_compare(root: Path, blocks: int, differ_in: int) -> RenamedCompare:
+    """graphboard.demo's transformer with ``blocks`` blocks dumped by graphboard's probe,
+    golden and a target whose block ``differ_in`` uses a tanh GELU, compared as they are and
+    with the golden renamed Megatron's way."""
+    from graphboard.build import BuildOptions, run_build
+    from graphboard.demo import GOLDEN, Variant, train_one_step
+
+    train_one_step(GOLDEN, root / "golden", blocks=blocks)
+    train_one_step(Variant(gelu_tanh_in_block=differ_in), root / "target", blocks=blocks)
+    rename_dump(root / "golden", root / "golden-renamed", MEGATRON)
+    built = {}
+    for name, golden in (("original", "golden"), ("renamed", "golden-renamed")):
+        options = BuildOptions(
+            target=root / "target",
+            golden=root / golden,
+            output_dir=root / name,
+            output_name=f"{name}.vis.db",
+            workers=1,
+        )
+        built[name] = run_build(options).path
+    return RenamedCompare(built["original"], built["renamed"], MEGATRON)
+
+
 if __name__ == "__main__":
     chosen = RENAMINGS[sys.argv[3]] if len(sys.argv) > 3 else MEGATRON
     print(rename_dump(Path(sys.argv[1]), Path(sys.argv[2]), chosen))

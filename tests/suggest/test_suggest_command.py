@@ -1,0 +1,158 @@
+"""suggest-matches as a user runs it, and what accepting proposals does to the file: fused
+projections flagged rather than paired, rejections remembered, --apply undoable, --export
+read back as msprobe's .vis.config, graph_build --auto-match, clear one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fused_models import dump
+
+from graphboard.build import BuildOptions, run_build
+from graphboard.server import matching
+from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.suggest import propose
+from graphboard.suggest.apply import local_settings
+from graphboard.suggest.rejections import reject
+from renamed_dumps import RenamedCompare
+from test_cli import graph_build, graphboard_command
+
+FUSED = {
+    ("Module.attention.qkv.Linear.forward.0",): {"q", "k", "v"},
+    ("Module.mlp.gate_up.Linear.forward.0",): {"gate", "up"},
+}
+
+
+@pytest.fixture(scope="module")
+def fused_compare(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fused")
+    target, golden = dump(root / "target", fused=True), dump(root / "golden", fused=False)
+    return run_build(BuildOptions(target=target, golden=golden, output_dir=root / "out")).path
+
+
+def _copy(path: Path, into: Path) -> Path:
+    into.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy2(path, into / path.name))
+
+
+def test_fused_projections_are_flagged_not_paired(fused_compare: Path, cache_dir: Path) -> None:
+    with open_vis_db(fused_compare, cache_dir) as db:
+        found = propose(db, 0, 0)
+    flagged = {group.target: group for group in found.fused}
+    for target, parts in FUSED.items():
+        group = flagged[target]
+        assert {name.split(".")[2] for name in group.golden} == parts
+        assert "does the work of" in group.reason and 0 < group.confidence <= 1
+    paired = {s.target for s in found.suggestions} | {s.golden for s in found.suggestions}
+    assert not any(".qkv." in n or ".gate_up." in n or ".q.Linear" in n for n in paired)
+    # the rest of the layer still pairs: proj with proj, down with down
+    by_target = {s.target: s.golden for s in found.suggestions}
+    assert by_target["Module.attention.proj.Linear.forward.0"] == (
+        "Module.attention.proj.Linear.forward.0"
+    )
+    assert by_target["Module.mlp.down.Linear.backward.0"] == "Module.mlp.down.Linear.backward.0"
+
+
+def test_a_rejected_pair_is_not_proposed_again(
+    renamed: Callable[[int], RenamedCompare], tmp_path: Path
+) -> None:
+    path = _copy(renamed(2).renamed, tmp_path)
+    pair = ("Module.blocks.0.Block.forward.0", "Module.layers.0.TransformerLayer.forward.0")
+    with local_settings(path) as settings:
+        with open_vis_db(path, settings.cache_dir) as db:
+            assert (pair[0], pair[1]) in {
+                (s.target, s.golden) for s in propose(db, 0, 0).suggestions
+            }
+        reject(path, settings, 0, 0, *pair)
+        run = graphboard_command("suggest-matches", path, "--json", "--min-confidence", "0")
+    shown = json.loads(run.stdout)["suggestions"]
+    assert pair not in {(s["target"], s["golden"]) for s in shown}
+
+
+def test_apply_is_one_undoable_import_action(
+    renamed: Callable[[int], RenamedCompare], tmp_path: Path
+) -> None:
+    path = _copy(renamed(2).renamed, tmp_path)
+    key = GraphKey("NPU", 0, 0)
+    with local_settings(path) as settings, open_vis_db(path, settings.cache_dir) as db:
+        grey_before = int((db.view(key).columns["matched"] == 0).sum())
+    applied = graphboard_command("suggest-matches", path, "--apply")
+    assert applied.returncode == 0, applied.stderr
+    assert "matched" in applied.stderr.splitlines()[-1]
+    with local_settings(path) as settings:
+        with open_vis_db(path, settings.cache_dir) as db:
+            assert int((db.view(key).columns["matched"] == 0).sum()) == 0
+            assert [a.kind for a in db.match_history(0, 0)] == ["import"]
+            assert len(db.manual_pairs(0, 0)) == grey_before
+        matching.undo(path, settings, 0, 0)
+        with open_vis_db(path, settings.cache_dir) as db:
+            assert int((db.view(key).columns["matched"] == 0).sum()) == grey_before
+    # nothing is proposed for nodes already matched: a second --apply after a first adds none
+    graphboard_command("suggest-matches", path, "--apply")
+    again = graphboard_command("suggest-matches", path, "--json")
+    assert json.loads(again.stdout)["suggestions"] == []
+
+
+def test_export_writes_an_msprobe_vis_config(
+    renamed: Callable[[int], RenamedCompare], tmp_path: Path
+) -> None:
+    path = _copy(renamed(2).renamed, tmp_path)
+    config = tmp_path / "pairs.vis.config"
+    run = graphboard_command("suggest-matches", path, "--export", config, "--json")
+    assert run.returncode == 0, run.stderr
+    written = json.loads(config.read_text())
+    shown = json.loads(run.stdout)["suggestions"]
+    assert written == {s["target"]: s["golden"] for s in shown}
+    assert (
+        written["Module.blocks.1.mlp.Sequential.forward.0"] == "Module.layers.1.ffn.MLP.forward.0"
+    )
+    # and the viewer's import takes it as it is
+    with local_settings(path) as settings:
+        outcome = matching.import_config(
+            path, settings, 0, 0, written, descendants=False, twins=False
+        )
+    assert len(outcome.pairs) == len(written) and outcome.skipped == []
+
+
+def test_graph_build_auto_match(renamed: Callable[[int], RenamedCompare], tmp_path: Path) -> None:
+    root = renamed(2).renamed.parents[1]
+    run = graph_build(
+        "-tp",
+        root / "target",
+        "-gp",
+        root / "golden-renamed",
+        "-o",
+        tmp_path,
+        "--auto-match",
+        "0.6",
+    )
+    assert run.returncode == 0, run.stderr
+    assert "--auto-match 0.6: matched 139 node(s), 0 refused" in run.stderr
+    assert "0 unmatched" in run.stderr
+    refused = graph_build("-tp", root / "target", "-o", tmp_path, "--auto-match", "0.6")
+    assert refused.returncode == 1
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "graph_build: error: --auto-match needs a golden dump (-gp) and a confidence from 0 to 1"
+    )
+
+
+def test_refusals_are_one_line(renamed: Callable[[int], RenamedCompare], tmp_path: Path) -> None:
+    root = renamed(2).renamed.parents[1]
+    build = run_build(BuildOptions(target=root / "target", output_dir=tmp_path / "b")).path
+    cases = {
+        (str(tmp_path / "none.vis.db"),): f"{tmp_path / 'none.vis.db'}: no such file",
+        (str(build),): f"{build.name}: a build of one run, not a compare: nothing to match",
+        (str(renamed(2).renamed), "--step", "3"): (
+            f"{renamed(2).renamed.name}: no compare graph at step 3, rank any"
+        ),
+    }
+    for args, message in cases.items():
+        run = graphboard_command("suggest-matches", *args)
+        assert run.returncode == 1
+        assert run.stderr.splitlines() == [f"graphboard: error: {message}"], run.stderr
+    bad = graphboard_command("suggest-matches", build, "--min-confidence", "2")
+    assert bad.returncode == 2 and "a confidence from 0 to 1, not '2'" in bad.stderr

@@ -1,0 +1,62 @@
+"""Assisted matching on renamed pairs: graphboard.demo's transformer (2 and 48 blocks) dumped
+by graphboard's probe, its golden renamed Megatron's way (blocks -> layers, attention ->
+self_attention, Block -> TransformerLayer, ...), and the shared layer-mapping fixture built
+without -lm. The renaming is the ground truth the proposals are held to."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from fixture_cases import BuildFn
+from graphboard.suggest import DEFAULT_MIN_CONFIDENCE
+from graphboard.verdict_cli import file_verdict
+from renamed_dumps import LAYER_MAPPING_TARGET, RenamedCompare, measure
+from test_cli import graphboard_command
+
+
+@pytest.mark.parametrize("blocks", [2, 48])
+def test_proposals_cover_the_grey_nodes_and_are_right(
+    blocks: int, renamed: Callable[[int], RenamedCompare], cache_dir: Path
+) -> None:
+    pair = renamed(blocks)
+    found = measure(pair.renamed, pair.renaming, DEFAULT_MIN_CONFIDENCE, cache_dir)
+    assert found.grey > 60 * blocks  # the renaming leaves most of the model grey
+    assert found.coverage >= 0.9, found.missed[:10]
+    assert found.precision >= 0.95, found.wrong[:10]
+
+
+def test_layer_mapping_fixture_without_its_mapping(built: BuildFn, cache_dir: Path) -> None:
+    path = built("layer-mapping")
+    found = measure(path, LAYER_MAPPING_TARGET.inverse(), DEFAULT_MIN_CONFIDENCE, cache_dir)
+    assert found.grey >= 20  # classifier (head) and conv_a (conv1), their APIs and twins
+    assert found.coverage >= 0.9, found.missed
+    assert found.precision >= 0.95, found.wrong
+
+
+@pytest.mark.parametrize("blocks", [2, 48])
+def test_apply_finds_the_first_error_the_original_names_find(
+    blocks: int, renamed: Callable[[int], RenamedCompare], tmp_path: Path
+) -> None:
+    pair = renamed(blocks)
+    path = Path(shutil.copy2(pair.renamed, tmp_path / "renamed.vis.db"))
+    original = file_verdict(pair.original)
+    before = file_verdict(path)
+    assert original.first_error is not None
+    assert before.first_error is None or before.first_error.name != original.first_error.name
+    run = graphboard_command("suggest-matches", path, "--apply", "--json")
+    assert run.returncode == 0, run.stderr
+    shown = json.loads(run.stdout)
+    assert shown["applied"]["matched"] == len(shown["suggestions"])
+    assert shown["applied"]["refused"] == []
+    first = shown["suggestions"][0]
+    assert set(first) == {"step", "rank", "target", "golden", "confidence", "reason"}
+    assert 0 <= first["confidence"] <= 1 and first["reason"]
+    after = file_verdict(path)
+    assert after.first_error is not None and original.first_error is not None
+    assert after.first_error.name == original.first_error.name
+    assert after.counts == original.counts
