@@ -11,6 +11,7 @@ from graphboard.server.routes import (
     matches,
     nodes,
     search,
+    suggestions,
     table,
     uploads,
 )
@@ -19,6 +20,7 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     nodes.router,
     search.router,
     matches.router,
+    suggestions.router,
     heatmap.router,
     table.router,
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
