@@ -1,0 +1,47 @@
+"""Real tensor/pipeline/data-parallel dumps, made once per test session.
+
+``parallel_dump("tp2", "mix")`` is tests/parallel/megatron_gpt.py trained one step in that
+layout under msprobe's torchrun and dumped by msprobe's dumper (parallel_dumps.py);
+``parallel_reference("tp2", "mix")`` is msprobe's own merged .vis.db of that dump
+(``graph_visualize --rank_size --tp --pp``), kept beside it in pytest's tmp dir. Both are made
+on first use, so a session pays only for the layouts its tests ask for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from parallel_dumps import LAYOUTS, DumpFn, ParallelDump, ReferenceFn, make_dump
+
+from msprobe_runner import graph_visualize
+
+
+@pytest.fixture(scope="session")
+def parallel_dump(tmp_path_factory: pytest.TempPathFactory) -> DumpFn:
+    cache: dict[tuple[str, str], ParallelDump] = {}
+
+    def dump(name: str, level: str = "mix") -> ParallelDump:
+        if (name, level) not in cache:
+            folder = tmp_path_factory.mktemp(f"parallel-{name}-{level}")
+            cache[name, level] = make_dump(LAYOUTS[name], level, folder)
+        return cache[name, level]
+
+    return dump
+
+
+@pytest.fixture(scope="session")
+def parallel_reference(parallel_dump: DumpFn) -> ReferenceFn:
+    cache: dict[tuple[str, str], Path] = {}
+
+    def reference(name: str, level: str = "mix") -> Path:
+        if (name, level) not in cache:
+            made = parallel_dump(name, level)
+            out = made.root.parent / "msprobe"
+            out.mkdir()
+            cache[name, level] = graph_visualize(
+                out, "-tp", str(made.root), *made.layout.merge_flags()
+            )
+        return cache[name, level]
+
+    return reference
