@@ -181,10 +181,11 @@ def test_a_missing_path_fails_with_one_line(tmp_path: Path, out: Path) -> None:
     assert_nothing_written(out)
 
 
-def test_rank_size_is_not_supported_yet(rank: Path, out: Path) -> None:
+def test_rank_size_needs_a_folder_of_ranks(rank: Path, out: Path) -> None:
     run = graph_build("-tp", rank, "-o", out, "--rank_size", "8", "--tp", "8", "--pp", "1")
     assert _error_line(run) == (
-        "parallel merge (--rank_size/--tp/--pp/--vpp/--order) is not supported by graphboard yet"
+        f"{rank}: --rank_size 8 merges the rank folders of a dump, but this is one rank's"
+        " folder; give the target dump's root or step folder"
     )
     assert_nothing_written(out)
 

@@ -61,12 +61,19 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
         help='print PROGRESS: {"current_progress": n, ...} lines on stdout, as msprobe does',
     )
     parser.add_argument(
-        "--rank_size", nargs="+", type=int, help="parallel merge (not supported yet)"
+        "--rank_size",
+        nargs="+",
+        type=int,
+        help="merge the ranks of a parallel run: its rank count (two values, target golden, for a compare)",
     )
-    parser.add_argument("--tp", nargs="+", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--pp", nargs="+", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--vpp", nargs="+", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--order", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--tp", nargs="+", type=int, help="tensor-parallel size (with --rank_size)")
+    parser.add_argument(
+        "--pp", nargs="+", type=int, help="pipeline-parallel size (with --rank_size)"
+    )
+    parser.add_argument("--vpp", nargs="+", type=int, help="virtual pipeline size (default 1)")
+    parser.add_argument("--order", nargs="+", help="Megatron's rank order (default tp-cp-ep-dp-pp)")
+    parser.add_argument("--cp", nargs="+", type=int, help=argparse.SUPPRESS)  # refused above 1
+    parser.add_argument("--ep", nargs="+", type=int, help=argparse.SUPPRESS)  # refused above 1
     parser.add_argument(
         "--file_type", choices=("db", "json"), default="db", help="output type (only db)"
     )
@@ -100,11 +107,18 @@ def _progress_log(fraction: float, _message: str) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from graphboard.build import BuildOptions, run_build
+    from graphboard.merge.flags import parallel_options
 
-    if args.rank_size or args.tp or args.pp or args.vpp or args.order:
-        raise GraphboardError(
-            "parallel merge (--rank_size/--tp/--pp/--vpp/--order) is not supported by graphboard yet"
-        )
+    parallel = parallel_options(
+        rank_size=args.rank_size,
+        tp=args.tp,
+        pp=args.pp,
+        vpp=args.vpp,
+        order=args.order,
+        cp=args.cp,
+        ep=args.ep,
+        compare=bool(args.golden_path),
+    )
     if args.file_type == "json":
         raise GraphboardError(
             "--file_type json is only for merged builds, which graphboard does not support yet; use db"
@@ -130,6 +144,7 @@ def _run_build(args: argparse.Namespace) -> int:
         workers=args.workers,
         output_name=args.name,
         command=sys.argv,
+        parallel=parallel,
     )
     progress: ProgressCallback
     if args.is_print_progress_log:

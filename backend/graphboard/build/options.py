@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from graphboard.compare.matching import MatchMode
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
+from graphboard.merge.flags import ParallelOptions
 
 if TYPE_CHECKING:  # graphboard.distributed is imported after a task's rows are out
     from graphboard.distributed import CommNode
@@ -24,6 +25,7 @@ class BuildOptions:
     layer_mapping: Path | bool | None = None  # True: -lm without a file
     workers: int | None = None
     output_name: str | None = None  # file name; default build_/compare_<timestamp>.vis.db
+    parallel: ParallelOptions | None = None  # --rank_size/--tp/--pp...: merge ranks (merge/)
     command: list[str] = field(default_factory=list)
 
     @property
