@@ -115,6 +115,12 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
         params: { step, rank, descendants },
         body: config,
       }),
+    // Assisted matching: proposals for the grey nodes, accepted as manual matches or rejected.
+    suggestions: (graph, { step, rank, minConfidence = null, under = null }) =>
+      request('GET', graphUrl(graph, 'suggestions'), { params: { step, rank, min_confidence: minConfidence, under } }),
+    acceptSuggestion: (graph, body) => request('POST', graphUrl(graph, 'suggestions/accept'), { body }),
+    acceptAllSuggestions: (graph, body) => request('POST', graphUrl(graph, 'suggestions/accept-all'), { body }),
+    rejectSuggestion: (graph, body) => request('POST', graphUrl(graph, 'suggestions/reject'), { body }),
     // Background builds (the Build page, CI): token-protected.
     listDumps: (options) => request('GET', '/api/dumps', options),
     listJobs: ({ limit = 20 } = {}, options = {}) => request('GET', '/api/jobs', { ...options, params: { limit } }),

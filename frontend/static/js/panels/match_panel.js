@@ -4,6 +4,7 @@
 
 import { el, setChildren } from '../dom.js';
 import { ResultList } from '../widgets/result_list.js';
+import { SuggestionsPanel } from './suggestions_panel.js';
 
 export class MatchPanel {
   constructor(host, { api, t, context, onPick, onChanged, notify }) {
@@ -34,6 +35,16 @@ export class MatchPanel {
     this.message = el('p', { className: 'match-message small', role: 'status' });
     this.notice = el('p', { className: 'muted small' });
     const useSelected = (side) => el('button', { type: 'button', className: 'small-button', onclick: () => this.useSelected(side) }, t('match.useSelected'));
+    this.suggestionsHost = el('section', { className: 'suggestions', id: 'suggestions' });
+    this.suggestions = new SuggestionsPanel(this.suggestionsHost, {
+      api: this.api,
+      t,
+      context: () => this.context(),
+      run: (action) => this.run(action),
+      changed: (pairs) => this.changed(pairs),
+      onPick: (side, name) => this.pickFromList(side, name),
+      say: (text) => this.say(text),
+    });
     this.targetList = el('div', { className: 'result-block short' });
     this.goldenList = el('div', { className: 'result-block short' });
     this.controls = el(
@@ -45,6 +56,7 @@ export class MatchPanel {
       el('div', { className: 'button-row' }, this.matchButton, this.unmatchButton, this.undoButton),
       el('div', { className: 'button-row' }, this.exportLink, importLabel, this.importInput),
       this.message,
+      this.suggestionsHost,
       el('h4', {}, t('match.unmatchedTarget')),
       this.targetList,
       el('h4', {}, t('match.unmatchedGolden')),
@@ -77,6 +89,7 @@ export class MatchPanel {
     this.importInput.disabled = !writable;
     if (compare && graph) this.exportLink.href = this.api.exportConfigUrl(graph, { step, rank });
     this.reloadLists();
+    this.suggestions.reset(compare && writable);
   }
 
   reloadLists() {
@@ -225,7 +238,7 @@ export class MatchPanel {
   async changed(pairs) {
     const targets = [...new Set(pairs.map((pair) => pair[0]).filter(Boolean))];
     const goldens = [...new Set(pairs.map((pair) => pair[1]).filter(Boolean))];
-    await Promise.all([this.onChanged({ targets, goldens }), this.reloadLists()]);
+    await Promise.all([this.onChanged({ targets, goldens }), this.reloadLists(), this.suggestions.load()]);
   }
 }
 

@@ -1,0 +1,93 @@
+"""The Match tab's Suggestions list in a real browser, on the layer-mapping compare built
+without -lm (its renamed classifier grey): proposals with confidence and reason, reject one
+(gone, and not proposed again), accept one, accept all above, accepted pairs matched by hand."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser_support import Viewer, is_expected_console_error
+
+from ci_support import live_server
+from graphboard.server.settings import Settings
+
+GREY_FILL = "rgb(199, 199, 199)"
+HEAD = ("Module.classifier.Sequential.forward.0", "Module.head.Sequential.forward.0")
+FIRST = ("Module.classifier.0.Linear.forward.0", "Module.head.0.Linear.forward.0")
+LAST = ("Module.classifier.3.Linear.forward.0", "Module.head.3.Linear.forward.0")
+
+
+@pytest.fixture
+def suggest_viewer(
+    browser: Any, built: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Viewer]:
+    data = tmp_path_factory.mktemp("suggest-data")  # its own copy: accepting writes to it
+    shutil.copyfile(built("layer-mapping", compare=True), data / "lm.vis.db")
+    state = tmp_path_factory.mktemp("suggest-state")
+    with live_server(Settings(data_dir=data, state_dir=state)) as base:
+        context = browser.new_context(viewport={"width": 1500, "height": 950}, locale="en-US")
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        found = Viewer(page, base)
+        page.on(
+            "console",
+            lambda m: (
+                found.errors.append(m.text)
+                if m.type == "error" and not is_expected_console_error(m)
+                else None
+            ),
+        )
+        page.on("pageerror", lambda error: found.errors.append(f"page error: {error}"))
+        yield found
+        context.close()
+    assert found.errors == [], f"console errors: {found.errors}"
+
+
+def _item(viewer: Viewer, pair: tuple[str, str]) -> Any:
+    return viewer.page.locator(
+        f'#suggestion-list li[data-target="{pair[0]}"][data-golden="{pair[1]}"]'
+    )
+
+
+def _label_is(viewer: Viewer, name: str, *, grey: bool) -> None:
+    viewer.page.wait_for_function(
+        "([n, grey, fill]) => { const e = document.querySelector("
+        "`#pane-NPU .tree-row[data-name='${n}'] .label`);"
+        " const got = e && e.style.backgroundColor;"
+        " return Boolean(got) && (got === fill) === grey; }",
+        arg=[name, grey, GREY_FILL],
+    )
+
+
+def test_suggestions_accept_reject_and_accept_all(suggest_viewer: Viewer) -> None:
+    viewer = suggest_viewer
+    page = viewer.page
+    viewer.open(graph="lm", node=FIRST[0])
+    _label_is(viewer, FIRST[0], grey=True)
+    page.locator("#tab-match").click()
+    head = _item(viewer, HEAD)
+    head.wait_for()
+    assert head.locator(".suggestion-confidence").inner_text().endswith("%")
+    assert "under" in head.locator(".suggestion-reason").inner_text()
+    assert "of" in page.locator("#suggest-count").inner_text()
+    viewer.shot("20-suggestions")
+
+    _item(viewer, LAST).locator(".suggestion-reject").click()
+    _item(viewer, LAST).wait_for(state="detached")
+
+    _item(viewer, FIRST).locator(".suggestion-accept").click()
+    _label_is(viewer, FIRST[0], grey=False)
+    assert viewer.row("NPU", FIRST[0]).locator(".mark.manual").count() == 1
+    _item(viewer, FIRST).wait_for(state="detached")  # matched: no longer proposed
+
+    page.locator("#suggest-min").fill("0.6")
+    page.locator("#suggest-accept-all").click()
+    _label_is(viewer, HEAD[0], grey=False)
+    assert viewer.row("NPU", HEAD[0]).locator(".mark.manual").count() == 1
+    page.locator("#panel-match:not([aria-busy])").wait_for()
+    _label_is(viewer, LAST[0], grey=True)  # rejected, so neither proposed nor accepted
+    assert _item(viewer, LAST).count() == 0
+    viewer.shot("21-suggestions-accepted")
