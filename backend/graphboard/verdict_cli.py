@@ -18,6 +18,7 @@ from typing import Any
 from graphboard.ci.report import (
     NO_VERDICT,
     add_max_errors,
+    add_rules,
     exit_code,
     findings_lines,
     verdict_lines,
@@ -44,6 +45,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--json", action="store_true", help="print GET /api/jobs/{id}/verdict's JSON"
     )
+    add_rules(parser)
     parser.set_defaults(run=run)
 
 
@@ -54,6 +56,7 @@ def file_verdict(
     rank: int | None = None,
     job_id: str = "",
     cache_dir: Path | None = None,
+    rules: str = "msprobe",
 ) -> VerdictOut:
     """The verdict of one .vis.db, its graph id that of ``graphboard serve --data-dir`` on the
     file's own folder. An msprobe file's derived columns go to ``cache_dir``, by default a
@@ -61,10 +64,12 @@ def file_verdict(
     graph = path.name.removesuffix(".vis.db")
     if cache_dir is None:
         with tempfile.TemporaryDirectory(prefix="graphboard-verdict-") as scratch:
-            return file_verdict(path, step=step, rank=rank, job_id=job_id, cache_dir=Path(scratch))
+            return file_verdict(
+                path, step=step, rank=rank, job_id=job_id, cache_dir=Path(scratch), rules=rules
+            )
     try:
         with open_vis_db(path, cache_dir) as db:
-            return verdict(db, job_id, graph, step=step, rank=rank)
+            return verdict(db, job_id, graph, step=step, rank=rank, rules=rules)
     except sqlite3.Error as error:  # raised before the reader could name the file
         raise GraphboardError(f"{path}: not a readable .vis.db: {error}") from None
 
@@ -93,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             raise GraphboardError("--max-errors must be 0 or more")
         if not path.is_file():
             raise GraphboardError(f"{path}: no such file")
-        found = file_verdict(path, step=args.step, rank=args.rank)
+        found = file_verdict(path, step=args.step, rank=args.rank, rules=args.rules)
     except GraphboardError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return NO_VERDICT

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from graphboard.build.options import BuildOptions, Task
+from graphboard.compare.dtype_graph import score_graph
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import match_graphs
@@ -90,8 +91,11 @@ def match(target: Graph, golden: Graph, options: BuildOptions) -> Matched:
 
 
 def score(target: Graph, golden: Graph, mode: DataMode) -> None:
-    """Score every matched target node against its golden partner (pass / warning / error)."""
+    """Score every matched target node against its golden partner (pass / warning / error),
+    by msprobe's rules (each node's precision) and the dtype-aware ones (the graph's
+    rule_verdicts)."""
     compare_graphs(target, golden, mode)
+    target.rule_verdicts = score_graph(target, mode)
 
 
 @dataclass(slots=True)

@@ -19,7 +19,14 @@ from typing import Any
 
 from graphboard.ci.client import CiError, Client
 from graphboard.ci.pack import PackError, pack
-from graphboard.ci.report import NO_VERDICT, add_max_errors, exit_code, passes, verdict_lines
+from graphboard.ci.report import (
+    NO_VERDICT,
+    add_max_errors,
+    add_rules,
+    exit_code,
+    passes,
+    verdict_lines,
+)
 
 FIRST_POLL, MAX_POLL = 0.5, 5.0
 TOKEN_ENV = "GRAPHBOARD_TOKEN"
@@ -47,6 +54,7 @@ def add_parser(commands: Any) -> None:
         "--timeout", type=float, default=3600.0, help="seconds to wait for the build (3600)"
     )
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    add_rules(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     parser.set_defaults(run=run)
 
@@ -134,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             job = wait_for(client, job_id, args.timeout, progress)
             if job["status"] == "failed":
                 raise CiError(f"the build failed: {job.get('error') or 'no reason given'}")
-            verdict = client.verdict(job_id)
+            verdict = client.verdict(job_id, args.rules)
     except (CiError, PackError) as error:
         print(f"ci-check: error: {error}", file=sys.stderr)
         return NO_VERDICT

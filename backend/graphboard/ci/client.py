@@ -94,5 +94,5 @@ class Client:
     def job(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/api/jobs/{job_id}")
 
-    def verdict(self, job_id: str) -> dict[str, Any]:
-        return self._call("GET", f"/api/jobs/{job_id}/verdict")
+    def verdict(self, job_id: str, rules: str = "msprobe") -> dict[str, Any]:
+        return self._call("GET", f"/api/jobs/{job_id}/verdict", params={"rules": rules})

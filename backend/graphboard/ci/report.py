@@ -21,6 +21,17 @@ def add_max_errors(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_rules(parser: argparse.ArgumentParser) -> None:
+    """The rule-set option of the commands that judge a verdict."""
+    parser.add_argument(
+        "--rules",
+        choices=("msprobe", "dtype-aware"),
+        default="msprobe",
+        help="whose verdicts to count: msprobe's (default) or graphboard's dtype-aware rules, "
+        "which expect a bf16/fp16 target's rounding against an fp32 golden",
+    )
+
+
 def passes(verdict: dict[str, Any], max_errors: int) -> bool:
     """The target has at most ``max_errors`` error nodes."""
     return int(verdict["counts"]["error"]) <= max_errors

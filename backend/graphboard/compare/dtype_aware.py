@@ -10,7 +10,7 @@ for both rule sets).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 
 from graphboard.compare.dtype_noise import (
@@ -212,6 +212,10 @@ def judge_node(
                 not carried,
             )
         judged.append(param)
+    if carried:  # an output's overflow, say, that an input already shows arose before
+        judged = [
+            replace(param, introduces=False) if param.is_output else param for param in judged
+        ]
     return _node_of(tuple(judged), input_difference)
 
 

@@ -122,6 +122,9 @@ class Graph:
     rescued_grads: list[str] = field(default_factory=list)  # parameters_grad msprobe would drop
     warnings: list[str] = field(default_factory=list)
     has_md5: bool = False
+    # graphboard's second rule set's verdicts (compare.dtype_graph.GraphVerdicts), a compare's
+    # target only; msprobe's stay in each node's precision
+    rule_verdicts: Any = None
     _ordered: list[Node] = field(default_factory=list, repr=False)
 
     @property

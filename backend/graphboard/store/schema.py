@@ -17,7 +17,7 @@ import orjson
 
 from graphboard.store.statements import Statements
 
-SCHEMA_VERSION = 2  # 2: gb_params
+SCHEMA_VERSION = 3  # 2: gb_params; 3: dtype-aware verdicts in gb_arrays (store/rule_columns.py)
 
 TB_NODES_COLUMNS = (
     "id",

@@ -199,8 +199,11 @@ def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) 
     Only these need numpy (store/arrays.py), so it is imported here, not at start-up: a
     command that fails early, or lists its help, never waits for it.
     """
+    from graphboard.store import rule_columns  # numpy, as the summaries
+
     for graph, counterpart in graphs:
         _write_graph_summary(conn, graph, counterpart is not None)
+        rule_columns.write(conn, graph)
     param_table.write(conn, (graph for graph, _counterpart in graphs))
 
 

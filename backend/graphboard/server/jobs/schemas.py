@@ -140,6 +140,16 @@ class VerdictOut(ApiModel):
     url: str = Field(description="viewer URL (relative to the server) opening the first error")
 
 
+class RuledVerdictOut(VerdictOut):
+    """A verdict under a rule set other than msprobe's (``rules=dtype-aware``); msprobe's
+    verdict keeps its fields exactly."""
+
+    rules: str = Field(description="the rule set of the counts and the first error")
+    not_judged: int = Field(
+        description="nodes the rule set cannot judge (dtype-aware in md5 mode: no numbers)"
+    )
+
+
 class DumpFolderOut(ApiModel):
     path: str = Field(description="under the data dir; pass it as target or golden")
     kind: Literal["rank", "ranks", "steps"] | None

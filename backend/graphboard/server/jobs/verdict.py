@@ -124,10 +124,18 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
 
 
 def verdict(
-    db: VisDb, job_id: str, graph: str, *, step: int | None = None, rank: int | None = None
-) -> schemas.VerdictOut:
+    db: VisDb,
+    job_id: str,
+    graph: str,
+    *,
+    step: int | None = None,
+    rank: int | None = None,
+    rules: str = "msprobe",
+) -> schemas.VerdictOut | schemas.RuledVerdictOut:
     """The verdict over the target's graphs, or those of ``step`` and/or ``rank`` only (then
-    ``steps`` and ``ranks`` list what was judged); a StoreError when none is there."""
+    ``steps`` and ``ranks`` list what was judged), under the rule set ``rules``; a StoreError
+    when none is there (or the file holds no verdicts of that rule set)."""
+    db.use_rules(rules)
     config = db.config()
     targets = [
         stats
@@ -160,7 +168,7 @@ def verdict(
             worst_metric=worst_metric(db, key, summary),
         )
         url = viewer_url(graph, key, summary.name)
-    return schemas.VerdictOut(
+    found = schemas.VerdictOut(
         job_id=job_id,
         graph=graph,
         graph_type=config.graph_type,
@@ -178,4 +186,12 @@ def verdict(
         overflow=schemas.OverflowOut(**overflow),
         first_error=first_out,
         url=url,
+    )
+    if rules == "msprobe":
+        return found
+    return schemas.RuledVerdictOut(
+        **found.model_dump(exclude={"url"}),
+        url=f"{url}&{urlencode({'rules': rules})}",
+        rules=rules,
+        not_judged=sum(db.rule_counts(key)["not judged"] for key in keys),
     )

@@ -23,10 +23,12 @@ from graphboard.server.jobs.schemas import (
     JobListOut,
     JobOut,
     JobRequest,
+    RuledVerdictOut,
     VerdictOut,
 )
 from graphboard.server.jobs.verdict import verdict
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
+from graphboard.server.rules import RulesQuery
 from graphboard.store.reader import open_vis_db
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -79,13 +81,17 @@ def get_job(
 
 @router.get(
     "/{job_id}/verdict",
-    response_model=VerdictOut,
+    response_model=VerdictOut | RuledVerdictOut,
     responses=JOB_ERRORS,
     summary="A finished job's verdict",
 )
 def get_verdict(
-    job_id: JobId, _token: TokenDep, session: CatalogSession, settings: SettingsDep
-) -> VerdictOut:
+    job_id: JobId,
+    _token: TokenDep,
+    session: CatalogSession,
+    settings: SettingsDep,
+    rules: RulesQuery = "msprobe",
+) -> VerdictOut | RuledVerdictOut:
     """Nodes per verdict and overflow level over the target side (all steps and ranks),
     the first node that introduces an error, and the viewer URL that opens it."""
     job = records.get(session, job_id)
@@ -104,6 +110,6 @@ def get_verdict(
         ) from None
     try:
         with open_vis_db(path, settings.cache_dir) as db:
-            return verdict(db, job.id, job.graph_id)
+            return verdict(db, job.id, job.graph_id, rules=rules)
     except GraphboardError as error:
         raise UnreadableFile(str(error)) from None

@@ -10,6 +10,7 @@ from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
 from graphboard.server.param_stats import stats_by_name
+from graphboard.server.rules import RuledDb
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
@@ -30,7 +31,7 @@ def require_node(db: VisDb, key: GraphKey, name: str) -> NodeSummary:
     "/{graph:path}/children", response_model=schemas.ChildrenPage, summary="A page of children"
 )
 def children(
-    db: GraphDb,
+    db: RuledDb,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,
@@ -100,7 +101,7 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
 
 
 @router.get("/{graph:path}/path", response_model=schemas.PathOut, summary="A node's ancestors")
-def path(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.PathOut:
+def path(db: RuledDb, key: ExistingGraph, name: NodeName) -> schemas.PathOut:
     """Root first, down to the node's parent: what to expand to reveal the node."""
     summary = require_node(db, key, name)
     config = db.config()
@@ -125,7 +126,7 @@ def _located(db: VisDb, key: GraphKey, found: NodeSummary | None) -> schemas.Loc
     response_model=schemas.LocatedOut,
     summary="Where the first error is introduced",
 )
-def first_error(db: GraphDb, key: ExistingGraph) -> schemas.LocatedOut:
+def first_error(db: RuledDb, key: ExistingGraph) -> schemas.LocatedOut:
     """The first node, in execution order, whose input tensors agree but which is flagged (an
     error first, else a warning), with its ancestors; ``node`` is null when there is none."""
     return _located(db, key, db.first_error(key))
@@ -136,7 +137,7 @@ def first_error(db: GraphDb, key: ExistingGraph) -> schemas.LocatedOut:
     response_model=schemas.LocatedOut,
     summary="The worst descendant of a node",
 )
-def worst(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.LocatedOut:
+def worst(db: RuledDb, key: ExistingGraph, name: NodeName) -> schemas.LocatedOut:
     """The first node in the subtree (itself included) at the subtree's worst level."""
     require_node(db, key, name)
     return _located(db, key, db.worst_descendant(key, name))

@@ -15,6 +15,7 @@ from graphboard.compare.result import level_of_label
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, PageLimit, SettingsDep
 from graphboard.server.errors import InvalidParameters
+from graphboard.server.rules import RuledDb
 from graphboard.store.name_regex import SearchTooSlow
 from graphboard.store.reader import GraphKey, VisDb
 
@@ -84,7 +85,7 @@ async def search(
 
 @router.get("/{graph:path}/filter", response_model=schemas.FilterPage, summary="Nodes by verdict")
 def filter_nodes(
-    db: GraphDb,
+    db: RuledDb,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,

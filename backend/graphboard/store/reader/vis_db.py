@@ -14,11 +14,12 @@ from graphboard.store.reader.manual_matches import ManualMatches
 from graphboard.store.reader.node_data import NodeData
 from graphboard.store.reader.opening import connect
 from graphboard.store.reader.peers import PeerQueries
+from graphboard.store.reader.rules import RuleSets
 from graphboard.store.reader.search import SearchAndFilter
 from graphboard.store.reader.tree import TreeQueries
 
 
-class VisDb(TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
+class VisDb(RuleSets, TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
     """One open .vis.db. Methods take a :class:`GraphKey`; nothing is kept between calls
     except the per-graph columns, cached by the file's identity."""
 
@@ -32,7 +33,7 @@ class VisDb(TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
                 self._recount(graph)
                 first = self.first_error(key)
                 graph.first_error = first.name if first is not None else None
-        return stats
+        return self.apply_rules(stats)
 
 
 @contextmanager

@@ -1,0 +1,84 @@
+"""The dtype-aware rule set's gb_arrays columns, and a graph's columns under either rule set.
+
+A compare's target graph gets two more gb_arrays columns (schema 3), in node_order:
+``dtype_level`` (-1 not scored, 0 pass, 1 warning, 2 error, 3 not judged: md5) and
+``dtype_introduced`` (0, or 2 where an error starts). msprobe's own level stays in ``level``
+and ``tb_nodes.precision_index``. Files without them (graphboard's before schema 3,
+msprobe's) hold msprobe's verdicts only: :func:`rule_set_columns` says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from graphboard.compare.dtype_aware import RULES, Verdict
+from graphboard.compare.dtype_graph import GraphVerdicts
+from graphboard.compare.result import Level
+from graphboard.errors import StoreError
+from graphboard.graph.model import Graph
+from graphboard.store import arrays
+from graphboard.store.statements import Statements
+
+MSPROBE, DTYPE_AWARE = RULES
+LEVEL, INTRODUCED = "dtype_level", "dtype_introduced"
+RULE_COLUMNS = {LEVEL: "int8", INTRODUCED: "int8"}
+NOT_JUDGED = int(Verdict.NOT_JUDGED)
+NOT_JUDGED_LABEL = Verdict.NOT_JUDGED.label
+
+Columns = dict[str, npt.NDArray[Any]]
+
+
+def write(conn: Statements, graph: Graph) -> None:
+    """The graph's dtype-aware columns, when it was scored (a compare's target)."""
+    verdicts = graph.rule_verdicts
+    if not isinstance(verdicts, GraphVerdicts):
+        return
+    ordered = graph.ordered()
+    found, introduced = verdicts.verdict, verdicts.introduced
+    level = np.fromiter(
+        (int(found.get(node.name, arrays.NONE)) for node in ordered), np.int8, len(ordered)
+    )
+    starts = np.fromiter(
+        (int(Level.ERROR) if node.name in introduced else 0 for node in ordered),
+        np.int8,
+        len(ordered),
+    )
+    conn.executemany(
+        "INSERT OR REPLACE INTO gb_arrays (graph_id, name, dtype, data) VALUES (?, ?, ?, ?)",
+        [
+            (graph.graph_id, LEVEL, RULE_COLUMNS[LEVEL], level.tobytes()),
+            (graph.graph_id, INTRODUCED, RULE_COLUMNS[INTRODUCED], starts.tobytes()),
+        ],
+    )
+
+
+def check_rules(rules: str) -> str:
+    if rules not in RULES:
+        raise ValueError(f"unknown rule set {rules!r}: expected one of {', '.join(RULES)}")
+    return rules
+
+
+def has_rule_columns(columns: Columns) -> bool:
+    return LEVEL in columns and INTRODUCED in columns
+
+
+def rule_set_columns(columns: Columns, rules: str, file_name: str = "the file") -> Columns:
+    """``columns`` under ``rules``: msprobe's as stored; dtype-aware's with ``level`` and
+    ``introduced`` taken from its columns (not judged: no level) and the roll-ups (badges,
+    worst descendant) recomputed from them by the builder's own ``arrays.roll_up``."""
+    if check_rules(rules) == MSPROBE:
+        return columns
+    if not has_rule_columns(columns):
+        raise StoreError(
+            f"{file_name} holds no dtype-aware verdicts (msprobe's file, or graphboard's before "
+            "schema 3): rebuild it with graph_build to judge it by the dtype-aware rules"
+        )
+    level = columns[LEVEL]
+    ruled = dict(columns)
+    ruled["level"] = np.where(level == NOT_JUDGED, arrays.NONE, level).astype(np.int8)
+    ruled["introduced"] = columns[INTRODUCED]
+    arrays.roll_up(ruled, bool((columns["matched"] >= 0).any()))
+    return ruled
