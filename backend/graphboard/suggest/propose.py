@@ -7,8 +7,10 @@ Each node is featured once, each parent pair aligned once, within a band: linear
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict, deque
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
@@ -199,6 +201,20 @@ def _under(side: Side, order: int, top: int) -> bool:
     return False
 
 
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """The walk keeps a few objects per node until it ends and makes no cycles: the cyclic
+    collector would only rescan the growing heap, again and again (bench/bench_suggest.py:
+    the work grew faster than the nodes with it on)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def propose(
     db: VisDb,
     step: int,
@@ -209,10 +225,11 @@ def propose(
 ) -> Proposals:
     """Proposals for one (step, rank)'s grey target nodes, strongest evidence first within
     the walk's order (parents before children); ``under``: only those below that target node."""
-    target = load_side(db, GraphKey(TARGET_SIDE, step, rank))
-    golden = load_side(db, GraphKey(GOLDEN_SIDE, step, rank))
-    walk = _Walk(target, golden, rejected)
-    walk.run(_starts(target))
+    with _cyclic_gc_paused():
+        target = load_side(db, GraphKey(TARGET_SIDE, step, rank))
+        golden = load_side(db, GraphKey(GOLDEN_SIDE, step, rank))
+        walk = _Walk(target, golden, rejected)
+        walk.run(_starts(target))
     top = -1
     if under is not None:
         orders = db.orders_of_names(target.key, [under])

@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from graphboard.dump.records import Param
 from graphboard.graph.model import API_COLLECTION_PREFIX, NodeType
+from graphboard.store.arrays import NameTable
 from graphboard.store.reader import GraphKey, VisDb
 
 
@@ -36,6 +37,8 @@ def load_side(db: VisDb, key: GraphKey) -> Side:
     view = db.view(key)
     columns = view.columns
     names = view.names
+    if isinstance(names, NameTable):  # read by index over and over: one list, not a blob
+        names = names.as_list()
     count = len(view)
     modules = {order for order, _name in db.module_names(key)}
     node_type = [

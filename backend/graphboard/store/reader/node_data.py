@@ -7,6 +7,7 @@ stored ones wherever they are read, except :meth:`NodeData.stored_data`, which i
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -145,8 +146,19 @@ class NodeData(NodeSummaries):
         row that holds one once; a node in no row has none."""
         decoded: dict[int, dict[int, list[Param]]] = {}
         found: dict[int, list[Param]] = {}
+        # many nodes (a whole graph's worth: assisted matching): the rows' first orders read
+        # once and searched here, instead of one query a node
+        starts = (
+            [int(first) for (first,) in self.conn.execute(_FIRST_ORDERS, (graph_id,))]
+            if len(orders) > _MANY_ORDERS
+            else None
+        )
         for order in orders:
-            row = self.conn.execute(_ROW_OF_ORDER, (graph_id, order)).fetchone()
+            if starts is not None:
+                at = bisect.bisect_right(starts, order) - 1
+                row = (starts[at],) if at >= 0 else None
+            else:
+                row = self.conn.execute(_ROW_OF_ORDER, (graph_id, order)).fetchone()
             if row is None:
                 found[order] = []
                 continue
@@ -246,6 +258,10 @@ _ROW_OF_ORDER = (
     "ORDER BY first_order DESC LIMIT 1"
 )
 _ROW_DATA = f"SELECT data FROM main.{param_table.TABLE} WHERE graph_id = ? AND first_order = ?"
+_FIRST_ORDERS = (
+    f"SELECT first_order FROM main.{param_table.TABLE} WHERE graph_id = ? ORDER BY first_order"
+)
+_MANY_ORDERS = 256
 
 
 def _dict_or_empty(value: Any) -> dict[str, Any]:
