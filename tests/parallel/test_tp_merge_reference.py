@@ -94,3 +94,32 @@ def test_each_rank_keeps_its_own_statistics(parallel_dump: DumpFn) -> None:
     maxima = [ranks[0][1], ranks[1][1]]
     merged_max = next(param.max for param in node.params or () if param.key == "input.0")
     assert merged_max == max(maxima) and maxima[0] != maxima[1]
+
+
+def _structure(path: Path) -> dict[tuple[int, str], tuple[str, list[str], int]]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return {
+            (rank, name): (parent or "", json.loads(children or "[]"), order)
+            for rank, name, parent, children, order in conn.execute(
+                "SELECT rank, node_name, up_node, sub_nodes, node_order FROM tb_nodes"
+            )
+        }
+
+
+@pytest.mark.parametrize("name", ["tp2", "dp2tp2"])
+def test_merged_structure_is_msprobes(
+    name: str, parallel_dump: DumpFn, parallel_reference: ReferenceFn
+) -> None:
+    """The same nodes, each under the same parent, children in the same order, numbered in
+    the same node_order: the API collections of every rank gathered as msprobe does."""
+    reference = _structure(parallel_reference(name))
+    ours: dict[tuple[int, str], tuple[str, list[str], int]] = {}
+    for merged in _merged(parallel_dump(name).root, name):
+        for node in merged.graph.walk():
+            parent = node.parent.name if node.parent is not None else ""
+            children = [child.name for child in node.children]
+            ours[merged.graph.rank, node.name] = (parent, children, node.order)
+    assert sorted(ours.keys() - reference.keys()) == []
+    assert sorted(reference.keys() - ours.keys()) == []
+    differing = [key for key in sorted(ours) if ours[key] != reference[key]]
+    assert differing == [], [(key, ours[key], reference[key]) for key in differing[:5]]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from graphboard.build import stages
 from graphboard.dump.layout import RankDir
 from graphboard.graph.model import Graph
+from graphboard.merge.apis import merge_api_collections
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError
 from graphboard.merge.layout import Replica, Strategy, strategy_of
 from graphboard.merge.tp import Merges, merge_tp
@@ -43,5 +44,10 @@ def merge_replica(
     for rank in replica.tp_group:
         side = stages.Side(ranks[rank], label, step, rank)
         graphs.append(stages.hierarchy(side, stages.read(side)))
+    merge_api_collections(graphs, replica.tp_group)
     merges = merge_tp(graphs, replica.tp_group)
-    return MergedGraph(graphs[0], merges)
+    main = graphs[0]
+    for graph in graphs[1:]:
+        main.warnings.extend(graph.warnings)
+    main.number()  # msprobe's node_order over the merged tree
+    return MergedGraph(main, merges)
