@@ -10,13 +10,11 @@ for both rule sets).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import IntEnum
 
 from graphboard.compare.dtype_noise import (
-    DtypeRelation,
-    dtype_relation,
-    narrower_roundoff,
+    dtype_facts,
     statistics_difference,
     tensor_difference,
 )
@@ -70,6 +68,7 @@ class NodeVerdict:
     verdict: Verdict
     introduced: bool  # the node's own error, not one its inputs carry in
     input_difference: float  # sum of the input tensors' d (and of what the node reads unseen)
+    output_difference: float  # the largest output d
     params: tuple[ParamVerdict, ...]
     deciding: ParamVerdict | None = None  # the parameter the verdict comes from
     note: str = ""  # a reason of the node's own (md5, ignored APIs)
@@ -122,7 +121,8 @@ def _value_of(param: Param) -> object:
 
 
 def _structural(row: ParamRow) -> tuple[Verdict, str] | None:
-    """The checks before any number: presence, arguments, dtype, shape, overflow."""
+    """The checks before any number: presence, arguments, then a tensor's dtype, shape and
+    overflow (:func:`_tensor_problem`)."""
     target, golden = row.target, row.golden
     if target is None or golden is None:
         return Verdict.WARNING, MSG_ONLY.format("golden" if target is None else "target")
@@ -131,13 +131,24 @@ def _structural(row: ParamRow) -> tuple[Verdict, str] | None:
         if target_value != golden_value and not row.is_output:
             return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value)
         return Verdict.PASS, "argument agrees"
-    if dtype_relation(target.dtype, golden.dtype) is DtypeRelation.OTHER:
-        return Verdict.ERROR, MSG_DTYPE.format(target.dtype, golden.dtype)
+    problem = _tensor_problem(target, golden, dtype_facts(target.dtype, golden.dtype)[0])
+    return None if problem is None else (Verdict.ERROR, problem)
+
+
+def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None:
+    if not explained:
+        return MSG_DTYPE.format(target.dtype, golden.dtype)
     if target.shape != golden.shape:
-        return Verdict.ERROR, MSG_SHAPE
+        return MSG_SHAPE
+    high, low = target.max, target.min
+    if high.__class__ is float and low.__class__ is float and _isfinite(high) and _isfinite(low):  # type: ignore[arg-type]
+        return None  # nearly always: a finite target has no overflow to judge
     if _finite_pair(golden) and not _finite_pair(target):
-        return Verdict.ERROR, MSG_OVERFLOW
+        return MSG_OVERFLOW
     return None
+
+
+_isfinite = math.isfinite
 
 
 def _difference(row: ParamRow, mode: DataMode) -> float | None:
@@ -146,16 +157,29 @@ def _difference(row: ParamRow, mode: DataMode) -> float | None:
         found = tensor_difference(row.metrics, row.golden)
         if found is not None:
             return found
-    return statistics_difference(row.target, row.golden)
+    difference = statistics_difference(row.target, row.golden)
+    if difference is None and _same_statistics(row.target, row.golden):
+        return 0.0  # a bool or integer mask, say: equal statistics, nothing to judge
+    return difference
+
+
+# One judged parameter while a node is judged: (row, is_output, verdict, d, band, why, own).
+_Entry = tuple[ParamRow, bool, Verdict, float | None, float | None, str, bool]
 
 
 def judge_node(
-    node_name: str, rows: list[ParamRow], mode: DataMode, hidden_difference: float = 0.0
+    node_name: str,
+    rows: list[ParamRow],
+    mode: DataMode,
+    hidden_difference: float = 0.0,
+    explain: bool = True,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
     ``hidden_difference``: the ``d`` of what the node reads besides its dumped inputs (a
-    backward node's saved forward tensors: dtype_graph.py), added to its inputs'."""
+    backward node's saved forward tensors: dtype_graph.py), added to its inputs'. Without
+    ``explain`` the verdict carries no per-parameter detail (the build stores only the
+    node's verdict; the detail panel asks again with it)."""
     if not rows:
         return None
     if mode is DataMode.MD5:
@@ -163,72 +187,56 @@ def judge_node(
             ParamVerdict(_key(row), row.is_output, Verdict.NOT_JUDGED, None, None, MSG_MD5)
             for row in rows
         )
-        return NodeVerdict(Verdict.NOT_JUDGED, False, 0.0, params, note=MSG_MD5)
+        return NodeVerdict(Verdict.NOT_JUDGED, False, 0.0, 0.0, params, note=MSG_MD5)
     name = api_name(node_name)
     if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
-        return NodeVerdict(Verdict.PASS, False, 0.0, (), note="an API neither rule set judges")
+        return NodeVerdict(Verdict.PASS, False, 0.0, 0.0, (), note="an API neither rule set judges")
     skip_inputs = name in IGNORE_INPUTS
-    judged: list[ParamVerdict] = []
-    outputs: list[tuple[ParamRow, float]] = []  # to set against the inputs once all are read
+    entries: list[_Entry] = []
+    outputs: list[tuple[ParamRow, float, float]] = []  # (row, d, roundoff), after the inputs
     input_difference = hidden_difference
     carried = False  # an input already fails structurally (overflow, dtype, shape)
     for row in rows:
-        if skip_inputs and not row.is_output:
+        target, golden = row.target, row.golden
+        is_output = (target or golden).role is Role.OUTPUT  # type: ignore[union-attr]
+        if skip_inputs and not is_output:
             continue
-        found = _structural(row)
-        if found is not None:
-            verdict, reason = found
-            own = verdict is Verdict.ERROR and (row.is_output or reason.startswith(_ARGUMENTS))
+        if target is None or golden is None or not (target.is_tensor and golden.is_tensor):
+            verdict, reason = _structural(row) or (Verdict.PASS, "")
+            own = verdict is Verdict.ERROR and (is_output or reason.startswith(_ARGUMENTS))
             why = reason.replace("{", "{{").replace("}", "}}")  # its numbers are in the text
-            judged.append(ParamVerdict(_key(row), row.is_output, verdict, None, None, why, own))
-            carried = carried or (verdict is Verdict.ERROR and not row.is_output and not own)
+            entries.append((row, is_output, verdict, None, None, why, own))
             continue
-        assert row.target is not None and row.golden is not None
+        explained, roundoff = dtype_facts(target.dtype, golden.dtype)
+        problem = _tensor_problem(target, golden, explained)
+        if problem is not None:
+            entries.append((row, is_output, Verdict.ERROR, None, None, problem, is_output))
+            carried = carried or not is_output
+            continue
         difference = _difference(row, mode)
-        if difference is None and _same_statistics(row.target, row.golden):
-            difference = 0.0  # a bool or integer mask, say: equal statistics, nothing to judge
         if difference is None:
-            judged.append(
-                ParamVerdict(_key(row), row.is_output, Verdict.WARNING, None, None, MSG_NO_NUMBERS)
-            )
-        elif row.is_output:
-            outputs.append((row, difference))
+            entries.append((row, is_output, Verdict.WARNING, None, None, MSG_NO_NUMBERS, False))
+        elif is_output:
+            outputs.append((row, difference, roundoff))
         else:
             input_difference += difference
-            judged.append(_input_verdict(row, difference))
-    for row, difference in outputs:
-        assert row.target is not None and row.golden is not None
-        band = output_band(input_difference, narrower_roundoff(row.target.dtype, row.golden.dtype))
+            if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
+                # a weight is made by nothing the dump shows: beyond one rounding, it is
+                # this node's error
+                band = MARGIN * roundoff
+                entries.append((row, False, Verdict.ERROR, difference, band, MSG_WEIGHT, True))
+            else:
+                entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
+    largest_output = 0.0
+    for row, difference, roundoff in outputs:
+        band = MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
+        if difference > largest_output:
+            largest_output = difference
         if difference <= band:
-            param = ParamVerdict(_key(row), True, Verdict.PASS, difference, band, MSG_WITHIN)
+            entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
         else:
-            param = ParamVerdict(
-                _key(row),
-                True,
-                Verdict.ERROR,
-                difference,
-                band,
-                MSG_BEYOND,
-                not carried,
-            )
-        judged.append(param)
-    if carried:  # an output's overflow, say, that an input already shows arose before
-        judged = [
-            replace(param, introduces=False) if param.is_output else param for param in judged
-        ]
-    return _node_of(tuple(judged), input_difference)
-
-
-def _input_verdict(row: ParamRow, difference: float) -> ParamVerdict:
-    """An input is set against its own roundoff; a module's parameter (a weight), made by
-    nothing the dump shows, is an error beyond it: one rounding, with the margin."""
-    assert row.target is not None and row.golden is not None
-    roundoff = narrower_roundoff(row.target.dtype, row.golden.dtype)
-    if row.target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
-        return ParamVerdict(
-            _key(row), False, Verdict.ERROR, difference, MARGIN * roundoff, MSG_WEIGHT, True
-        )
-    return ParamVerdict(_key(row), False, Verdict.PASS, difference, roundoff, MSG_INPUT)
+            entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
+    return _node_of(entries, input_difference, largest_output, carried, explain)
 
 
 def output_band(input_difference: float, roundoff: float) -> float:
@@ -236,11 +244,35 @@ def output_band(input_difference: float, roundoff: float) -> float:
     return MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
 
 
-def _node_of(params: tuple[ParamVerdict, ...], input_difference: float) -> NodeVerdict:
-    verdict = max((param.verdict for param in params), default=Verdict.PASS)
-    introducing = next((param for param in params if param.introduces), None)
-    deciding = introducing or next((param for param in params if param.verdict is verdict), None)
-    return NodeVerdict(verdict, introducing is not None, input_difference, params, deciding)
+def _node_of(
+    entries: list[_Entry],
+    input_difference: float,
+    largest_output: float,
+    carried: bool,
+    explain: bool,
+) -> NodeVerdict:
+    verdict = Verdict.PASS
+    introducing: int | None = None
+    for position, (_row, is_output, found, _d, _band, _why, own) in enumerate(entries):
+        if found > verdict:
+            verdict = found
+        # an output's error (an overflow, say) that an input already shows arose before
+        if own and introducing is None and not (carried and is_output):
+            introducing = position
+    if not explain:
+        return NodeVerdict(verdict, introducing is not None, input_difference, largest_output, ())
+    params = tuple(
+        ParamVerdict(_key(row), is_output, found, d, band, why, own and not (carried and is_output))
+        for row, is_output, found, d, band, why, own in entries
+    )
+    deciding = (
+        params[introducing]
+        if introducing is not None
+        else next((param for param in params if param.verdict is verdict), None)
+    )
+    return NodeVerdict(
+        verdict, introducing is not None, input_difference, largest_output, params, deciding
+    )
 
 
 def _key(row: ParamRow) -> str:

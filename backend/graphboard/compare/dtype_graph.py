@@ -40,15 +40,12 @@ def _judged(node: Node, mode: DataMode, hidden: float) -> NodeVerdict | None:
     comparison = node.comparison
     if comparison is None:
         return None
-    return judge_node(node.name, comparison.rows, mode, hidden)
+    return judge_node(node.name, comparison.rows, mode, hidden, explain=False)
 
 
-def _read_unseen(verdict: NodeVerdict) -> float:
+def read_unseen(verdict: NodeVerdict) -> float:
     """What a forward node leaves for its backward: its inputs' and outputs' differences."""
-    largest_output = max(
-        (param.difference or 0.0 for param in verdict.params if param.is_output), default=0.0
-    )
-    return verdict.input_difference + largest_output
+    return verdict.input_difference + verdict.output_difference
 
 
 def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
@@ -69,7 +66,7 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
             judged[node.name] = found
     for node in backward:
         twin = judged.get(forward_twin(node.name) or "")
-        found = _judged(node, mode, _read_unseen(twin) if twin is not None else 0.0)
+        found = _judged(node, mode, read_unseen(twin) if twin is not None else 0.0)
         if found is not None:
             judged[node.name] = found
     verdicts, introduced = result.verdict, result.introduced

@@ -57,6 +57,22 @@ def narrower_roundoff(target: str | None, golden: str | None) -> float:
     return max(values, default=0.0)
 
 
+_FACTS: dict[tuple[str | None, str | None], tuple[bool, float]] = {}
+
+
+def dtype_facts(target: str | None, golden: str | None) -> tuple[bool, float]:
+    """(mixed precision explains the pair, the narrower's roundoff), computed once per pair:
+    a compare holds a handful of dtype pairs and judges every parameter by one."""
+    found = _FACTS.get((target, golden))
+    if found is None:
+        found = (
+            dtype_relation(target, golden) is not DtypeRelation.OTHER,
+            narrower_roundoff(target, golden),
+        )
+        _FACTS[(target, golden)] = found
+    return found
+
+
 def _number(value: Stat) -> float | None:
     """A finite statistic as a float; None for text, None, inf and NaN (an infinite statistic
     on both sides, a masked ``-inf`` fill say, carries no measure of difference, and one on
@@ -68,11 +84,19 @@ def _number(value: Stat) -> float | None:
     return None
 
 
+_NUMEL: dict[tuple[object, ...] | None, int] = {}
+
+
 def _numel(shape: tuple[object, ...] | None) -> int:
-    count = 1
-    for size in shape or ():
-        count *= size if isinstance(size, int) and size > 0 else 1
-    return count
+    """Elements in a tensor of ``shape`` (unknown sizes count 1), once per shape."""
+    found = _NUMEL.get(shape)
+    if found is None:
+        found = 1
+        for size in shape or ():
+            found *= size if isinstance(size, int) and size > 0 else 1
+        if len(_NUMEL) < 100_000:  # shapes repeat: a model holds a few hundred
+            _NUMEL[shape] = found
+    return found
 
 
 def statistics_difference(target: Param, golden: Param) -> float | None:
@@ -82,6 +106,38 @@ def statistics_difference(target: Param, golden: Param) -> float | None:
     difference over its scale (the largest magnitude, the norm, the rms) is at most the
     tensors' relative error; ``d`` is the largest of the four.
     """
+    t_max, t_min, t_mean, t_norm = target.max, target.min, target.mean, target.norm
+    g_max, g_min, g_mean, g_norm = golden.max, golden.min, golden.mean, golden.norm
+    if (  # nearly always: eight finite floats, in one straight pass
+        t_max.__class__ is float
+        and t_min.__class__ is float
+        and t_mean.__class__ is float
+        and t_norm.__class__ is float
+        and g_max.__class__ is float
+        and g_min.__class__ is float
+        and g_mean.__class__ is float
+        and g_norm.__class__ is float
+        and _isfinite(t_max + t_min + t_mean + t_norm + g_max + g_min + g_mean + g_norm)  # type: ignore[operator]
+    ):
+        magnitude = max(abs(t_max), abs(t_min), abs(g_max), abs(g_min))  # type: ignore[arg-type]
+        norm = t_norm if t_norm > g_norm else g_norm  # type: ignore[operator]
+        if magnitude == 0.0 or norm == 0.0:
+            return _general(target, golden)
+        rms = norm / _sqrt(_numel(golden.shape))
+        return max(
+            abs(t_max - g_max) / magnitude,  # type: ignore[operator]
+            abs(t_min - g_min) / magnitude,  # type: ignore[operator]
+            abs(t_norm - g_norm) / norm,  # type: ignore[operator]
+            abs(t_mean - g_mean) / rms,  # type: ignore[operator]
+        )
+    return _general(target, golden)
+
+
+_isfinite, _sqrt = math.isfinite, math.sqrt
+
+
+def _general(target: Param, golden: Param) -> float | None:
+    """statistics_difference of any statistics: text, integers, inf and NaN, zeros."""
     t_max, t_min, g_max, g_min = (
         _number(target.max),
         _number(target.min),
