@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import BuildFn
-from graphboard.suggest import DEFAULT_MIN_CONFIDENCE
+from graphboard.store.reader import open_vis_db
+from graphboard.suggest import DEFAULT_MIN_CONFIDENCE, propose
 from graphboard.verdict_cli import file_verdict
 from renamed_dumps import LAYER_MAPPING_TARGET, RenamedCompare, measure
 from test_cli import graphboard_command
@@ -28,6 +29,22 @@ def test_proposals_cover_the_grey_nodes_and_are_right(
     assert found.grey > 60 * blocks  # the renaming leaves most of the model grey
     assert found.coverage >= 0.9, found.missed[:10]
     assert found.precision >= 0.95, found.wrong[:10]
+
+
+def _direction(name: str) -> str:
+    return next(d for d in ("parameters_grad", "backward", "forward", "") if d in name)
+
+
+def test_never_a_module_with_an_api_nor_forward_with_backward(
+    renamed: Callable[[int], RenamedCompare], cache_dir: Path
+) -> None:
+    with open_vis_db(renamed(2).renamed, cache_dir) as db:
+        found = propose(db, 0, 0).suggestions
+    assert len(found) > 100
+    for item in found:
+        assert item.target.startswith("Module.") == item.golden.startswith("Module."), item
+        assert _direction(item.target) == _direction(item.golden), item
+        assert 0 <= item.confidence <= 1 and item.reason.startswith(("under", "both roots"))
 
 
 def test_layer_mapping_fixture_without_its_mapping(built: BuildFn, cache_dir: Path) -> None:

@@ -14,7 +14,7 @@ from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import matching
 from graphboard.server.settings import Settings
 from graphboard.store.reader import VisDb, open_vis_db
-from graphboard.suggest.propose import Fused, Proposals, Suggestion, propose
+from graphboard.suggest.proposals import Fused, Proposals, Suggestion, propose
 from graphboard.suggest.rejections import rejected
 
 

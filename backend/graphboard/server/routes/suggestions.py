@@ -16,7 +16,7 @@ from graphboard.server.routes.matches import _outcome, _pair, _skipped
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.suggest import DEFAULT_MIN_CONFIDENCE, Fused, Proposals, Suggestion
 from graphboard.suggest.apply import accept, graph_parts
-from graphboard.suggest.propose import propose
+from graphboard.suggest.proposals import propose
 from graphboard.suggest.rejections import reject, rejected
 
 router = APIRouter(prefix="/api/graphs", tags=["suggestions"], responses=schemas.MATCH_ERRORS)
