@@ -77,3 +77,26 @@ def test_apply_finds_the_first_error_the_original_names_find(
     assert after.first_error is not None and original.first_error is not None
     assert after.first_error.name == original.first_error.name
     assert after.counts == original.counts
+
+
+def test_a_target_with_extra_calls_and_other_dtypes(
+    renamed: Callable[[int], RenamedCompare], tmp_path: Path, cache_dir: Path
+) -> None:
+    """The demo's target (bf16 softmax in block 1: two Tensor.to calls the golden lacks, and
+    bf16 tensors there) against the renamed golden: the extra calls get no proposal, the
+    rest still pairs."""
+    from graphboard.build import BuildOptions, run_build
+    from graphboard.demo import TARGET, train_one_step
+
+    golden = renamed(2).renamed.parents[1] / "golden-renamed"
+    train_one_step(TARGET, tmp_path / "target", blocks=2)
+    path = run_build(
+        BuildOptions(target=tmp_path / "target", golden=golden, output_dir=tmp_path / "out")
+    ).path
+    found = measure(path, renamed(2).renaming, DEFAULT_MIN_CONFIDENCE, cache_dir)
+    assert found.coverage >= 0.9, found.missed
+    assert found.precision >= 0.95, found.wrong
+    with open_vis_db(path, cache_dir) as db:
+        proposed = {s.target for s in propose(db, 0, 0).suggestions}
+    extra = {f"Tensor.to.{call}.{d}" for call in (0, 1) for d in ("forward", "backward")}
+    assert not extra & proposed

@@ -8,6 +8,12 @@ top-down walk (:mod:`.proposals`), recording them as manual matches (:mod:`.appl
 (:mod:`.rejections`).
 """
 
-from graphboard.suggest.proposals import DEFAULT_MIN_CONFIDENCE, Fused, Proposals, Suggestion, propose
+from graphboard.suggest.proposals import (
+    DEFAULT_MIN_CONFIDENCE,
+    Fused,
+    Proposals,
+    Suggestion,
+    propose,
+)
 
 __all__ = ["DEFAULT_MIN_CONFIDENCE", "Fused", "Proposals", "Suggestion", "propose"]

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.suggest.candidates import align, fused_runs
 from graphboard.suggest.features import Features, features
@@ -169,18 +169,32 @@ class _Score:
 
     def __init__(self, walk: _Walk, t_orders: list[int], g_orders: list[int]) -> None:
         self.walk, self.t_orders, self.g_orders = walk, t_orders, g_orders
+        self.t_ranks = _label_ranks([walk.feature(walk.t, o).label for o in t_orders])
+        self.g_ranks = _label_ranks([walk.feature(walk.g, o).label for o in g_orders])
 
     def __call__(self, i: int, j: int) -> Scored:
         walk = self.walk
         t_order, g_order = self.t_orders[i], self.g_orders[j]
         if (walk.t.names[t_order], walk.g.names[g_order]) in walk.rejected:
             return Scored(0.0, ())
-        return score(
-            walk.feature(walk.t, t_order),
-            walk.feature(walk.g, g_order),
-            Position(i, len(self.t_orders)),
-            Position(j, len(self.g_orders)),
-        )
+        t, g = walk.feature(walk.t, t_order), walk.feature(walk.g, g_order)
+        if t.label == g.label:  # where among the calls of that one operation (or class)
+            among = f"{t.raw_label} {'modules' if t.kind == NodeType.MODULE else 'calls'}"
+            tp = Position(*self.t_ranks[i], among=among)
+            gp = Position(*self.g_ranks[j], among=among)
+        else:
+            tp, gp = Position(i, len(self.t_orders)), Position(j, len(self.g_orders))
+        return score(t, g, tp, gp)
+
+
+def _label_ranks(labels: list[str]) -> list[tuple[int, int]]:
+    """(index among the nodes of the same label, how many have it), for each node."""
+    counts: dict[str, int] = defaultdict(int)
+    ranks = []
+    for label in labels:
+        ranks.append(counts[label])
+        counts[label] += 1
+    return [(rank, counts[label]) for rank, label in zip(ranks, labels, strict=True)]
 
 
 def _starts(target: Side) -> list[tuple[int, int, float]]:
