@@ -11,68 +11,23 @@ back through the reader as the server and ``graphboard verdict`` read them.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from graphboard.build import BuildOptions, run_build
+from dtype_dumps import Dumps, dtype_dumps, scaled_layer
 from graphboard.compare.result import Level
 from graphboard.store.reader import GraphKey, open_vis_db
 from graphboard.verdict_cli import file_verdict
-from msprobe_runner import run_msprobe_script
 
-SCRIPT = Path(__file__).with_name("dtype_model_script.py")
+__all__ = ["dtype_dumps"]  # the session fixture, shared with the other dtype-aware tests
+
 TARGET = GraphKey("NPU", 0, 0)
 
 
-def scaled_layer(layers: int) -> int:
-    """The layer whose MLP output the "scaled" target multiplies by 1.05."""
-    return 30 if layers >= 48 else 1
-
-
-class Dumps:
-    """Dumps made once per session, by name: ``{dumper}-{arch}{layers}-{variant}``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.made: dict[str, Path] = {}
-
-    def dump(self, dumper: str, arch: str, layers: int, variant: str) -> Path:
-        name = f"{dumper}-{arch}{layers}-{variant}"
-        if name not in self.made:
-            out = self.root / name
-            options = ["--arch", arch, "--layers", str(layers), "--dumper", dumper]
-            options += {
-                "fp32": ["--dtype", "fp32"],
-                "bf16": ["--dtype", "bf16"],
-                "fp16": ["--dtype", "fp16"],
-                "scaled": ["--dtype", "bf16", "--scale-mlp", str(scaled_layer(layers))],
-                "tanh": ["--dtype", "bf16", "--gelu", "tanh"],
-            }[variant]
-            if dumper == "msprobe":
-                run_msprobe_script(SCRIPT, str(out), *options, cwd=self.root)
-            else:
-                subprocess.run(
-                    [sys.executable, str(SCRIPT), str(out), *options],
-                    check=True,
-                    capture_output=True,
-                    cwd=self.root,
-                )
-            self.made[name] = out
-        return self.made[name]
-
-    def compare(self, dumper: str, arch: str, layers: int, variant: str) -> Path:
-        target = self.dump(dumper, arch, layers, variant)
-        golden = self.dump(dumper, arch, layers, "fp32")
-        out = self.root / "builds" / f"{dumper}-{arch}{layers}-{variant}"
-        return run_build(BuildOptions(target=target, golden=golden, output_dir=out)).path
-
-
 @pytest.fixture(scope="session")
-def dumps(tmp_path_factory: pytest.TempPathFactory) -> Dumps:
-    return Dumps(tmp_path_factory.mktemp("dtype-aware"))
+def dumps(dtype_dumps: Dumps) -> Dumps:
+    return dtype_dumps
 
 
 CASES = [

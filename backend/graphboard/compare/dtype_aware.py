@@ -102,8 +102,7 @@ MSG_INSIDE = "warning: differs beyond its band, but a node inside introduces it:
 def _finite_pair(param: Param) -> bool:
     """Max and Min finite (or not numbers at all: the text-statistics warning says so)."""
     return not any(
-        value.__class__ is float and not math.isfinite(value)  # type: ignore[arg-type]
-        for value in (param.max, param.min)
+        value.__class__ is float and not math.isfinite(value) for value in (param.max, param.min)
     )
 
 
@@ -141,7 +140,7 @@ def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None
     if target.shape != golden.shape:
         return MSG_SHAPE
     high, low = target.max, target.min
-    if high.__class__ is float and low.__class__ is float and _isfinite(high) and _isfinite(low):  # type: ignore[arg-type]
+    if high.__class__ is float and low.__class__ is float and _isfinite(high) and _isfinite(low):
         return None  # nearly always: a finite target has no overflow to judge
     if _finite_pair(golden) and not _finite_pair(target):
         return MSG_OVERFLOW

@@ -78,7 +78,7 @@ def _number(value: Stat) -> float | None:
     on both sides, a masked ``-inf`` fill say, carries no measure of difference, and one on
     the target only is the overflow rule's)."""
     if value.__class__ is float:
-        return value if math.isfinite(value) else None  # type: ignore[arg-type,return-value]
+        return value if math.isfinite(value) else None
     if isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return None
@@ -117,18 +117,18 @@ def statistics_difference(target: Param, golden: Param) -> float | None:
         and g_min.__class__ is float
         and g_mean.__class__ is float
         and g_norm.__class__ is float
-        and _isfinite(t_max + t_min + t_mean + t_norm + g_max + g_min + g_mean + g_norm)  # type: ignore[operator]
+        and _isfinite(t_max + t_min + t_mean + t_norm + g_max + g_min + g_mean + g_norm)
     ):
-        magnitude = max(abs(t_max), abs(t_min), abs(g_max), abs(g_min))  # type: ignore[arg-type]
-        norm = t_norm if t_norm > g_norm else g_norm  # type: ignore[operator]
+        magnitude = max(abs(t_max), abs(t_min), abs(g_max), abs(g_min))
+        norm = t_norm if t_norm > g_norm else g_norm
         if magnitude == 0.0 or norm == 0.0:
             return _general(target, golden)
         rms = norm / _sqrt(_numel(golden.shape))
         return max(
-            abs(t_max - g_max) / magnitude,  # type: ignore[operator]
-            abs(t_min - g_min) / magnitude,  # type: ignore[operator]
-            abs(t_norm - g_norm) / norm,  # type: ignore[operator]
-            abs(t_mean - g_mean) / rms,  # type: ignore[operator]
+            abs(t_max - g_max) / magnitude,
+            abs(t_min - g_min) / magnitude,
+            abs(t_norm - g_norm) / norm,
+            abs(t_mean - g_mean) / rms,
         )
     return _general(target, golden)
 

@@ -176,6 +176,9 @@ def _depth_groups(depth: npt.NDArray[Any]) -> list[npt.NDArray[np.intp]]:
     return [group for group in np.split(by_depth, boundaries) if len(group)]
 
 
+depth_groups = _depth_groups  # store/rule_columns.py rolls up the dtype-aware levels so too
+
+
 def structure(parent_of: Sequence[int] | npt.NDArray[Any]) -> dict[str, npt.NDArray[Any]]:
     """parent / depth / child_count / exec_order from post-ordered parent indexes.
 

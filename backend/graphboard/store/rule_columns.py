@@ -81,4 +81,38 @@ def rule_set_columns(columns: Columns, rules: str, file_name: str = "the file") 
     ruled["level"] = np.where(level == NOT_JUDGED, arrays.NONE, level).astype(np.int8)
     ruled["introduced"] = columns[INTRODUCED]
     arrays.roll_up(ruled, bool((columns["matched"] >= 0).any()))
+    _roll_up_every_node(ruled)
     return ruled
+
+
+def _roll_up_every_node(columns: Columns) -> None:
+    """Worst level, its first node and the error / warning counts over every node of a
+    subtree, modules too: the dtype-aware rules put an error on the deepest node that
+    introduces it, often a module (a weight's error shows where the weight is a parameter),
+    which msprobe's leaf roll-ups would not show."""
+    parent, level, exec_order = columns["parent"], columns["level"], columns["exec_order"]
+    groups = [group[parent[group] >= 0] for group in arrays.depth_groups(columns["depth"])]
+    worst = level.astype(np.int8).copy()
+    errors = (level == int(Level.ERROR)).astype(np.int32)
+    warnings = (level == int(Level.WARNING)).astype(np.int32)
+    for group in groups:  # deepest first
+        up = parent[group]
+        np.maximum.at(worst, up, worst[group])
+        np.add.at(errors, up, errors[group])
+        np.add.at(warnings, up, warnings[group])
+    unset = np.iinfo(np.int32).max
+    first = np.where((level == worst) & (worst >= 0), exec_order, unset).astype(np.int32)
+    for group in groups:
+        up = parent[group]
+        eligible = worst[group] == worst[up]
+        np.minimum.at(first, up[eligible], first[group[eligible]])
+    by_exec = np.empty(len(parent), np.int32)
+    by_exec[exec_order] = np.arange(len(parent), dtype=np.int32)
+    columns.update(
+        worst_level=worst,
+        worst_node=np.where(
+            first == unset, arrays.NONE, by_exec[np.minimum(first, len(parent) - 1)]
+        ).astype(np.int32),
+        error_leaves=errors,
+        warning_leaves=warnings,
+    )

@@ -14,10 +14,12 @@ from graphboard.server.routes import (
     suggestions,
     table,
     uploads,
+    verdicts,
 )
 
 API_ROUTERS: tuple[APIRouter, ...] = (
     nodes.router,
+    verdicts.router,
     search.router,
     matches.router,
     suggestions.router,

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from graphboard.compare.result import Level
+from graphboard.compare.result import PRECISION_INDEX, Level
 from graphboard.graph.model import API_COLLECTION_PREFIX, TARGET_SIDE
 from graphboard.store import rule_columns
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
@@ -45,7 +45,15 @@ class RuleSets(MatchingOverlay):
             level = columns["level"].copy()
             level[list(base.manual | base.base_level.keys())] = -1
             columns["level"] = level
-        return replace(base, columns=columns, precision={}, _names=None, _exec_perm=None)
+        # colours follow the rule set: each judged node's precision index is its level's
+        # (msprobe's own stays in tb_nodes, and in every answer under msprobe's rules)
+        level = columns["level"]
+        precision: dict[int, float | None] = {
+            int(order): PRECISION_INDEX[Level(int(level[order]))]
+            for order in np.flatnonzero(level >= 0)
+        }
+        precision.update((int(order), None) for order in np.flatnonzero(level < 0))
+        return replace(base, columns=columns, precision=precision, _names=None, _exec_perm=None)
 
     def rule_counts(self, key: GraphKey) -> dict[str, int]:
         """pass / warning / error / not judged counts of the target's own verdicts (API

@@ -1,0 +1,43 @@
+"""Why a stored node passes or introduces an error under the dtype-aware rules, for the
+detail panel: the node's verdict worked again from its stored parameters, per parameter the
+noise band beside the measured difference.
+
+The build stores only each node's verdict (compare/dtype_graph.py); this repeats the same
+judgement (:func:`dtype_aware.judge_node`) on the same typed parameters, so it explains the
+stored verdict rather than a second opinion. Tensor mode explains from the statistics (the
+tensors are not read again here), which the detail says.
+"""
+
+from __future__ import annotations
+
+from graphboard.compare import metrics
+from graphboard.compare.dtype_aware import NodeVerdict, judge_node
+from graphboard.compare.dtype_graph import read_unseen
+from graphboard.compare.engine import pair_params
+from graphboard.compare.result import DataMode, ParamRow
+from graphboard.dump.records import Param
+
+
+def scored_rows(target: list[Param], golden: list[Param]) -> list[ParamRow]:
+    """Parameters paired by name with msprobe's statistics metrics, as the builder scores."""
+    rows = pair_params(target, golden)
+    for row in rows:
+        row.metrics = metrics.summary_metrics(row.target, row.golden)
+    return rows
+
+
+def explain_node(
+    name: str,
+    target: list[Param],
+    golden: list[Param],
+    mode: DataMode,
+    twin: tuple[str, list[Param], list[Param]] | None = None,
+) -> NodeVerdict | None:
+    """The dtype-aware verdict of one pair, with its parameters; ``twin``: a backward node's
+    forward twin (name, target and golden parameters), whose tensors it reads unseen."""
+    judged_mode = DataMode.SUMMARY if mode is DataMode.TENSOR else mode
+    hidden = 0.0
+    if twin is not None:
+        found = judge_node(twin[0], scored_rows(twin[1], twin[2]), judged_mode, explain=False)
+        hidden = read_unseen(found) if found is not None else 0.0
+    return judge_node(name, scored_rows(target, golden), judged_mode, hidden)

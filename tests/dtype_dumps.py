@@ -1,0 +1,76 @@
+"""Dumps for the dtype-aware tests, made once per test session from
+tests/integration/dtype_model_script.py: graphboard's probe (this Python) or msprobe's
+dumper (msprobe's Python), GPT- or Llama-style, fp32 golden and bf16 / fp16 targets.
+
+Every test module asking for the same dump shares it: dumps live under the session's base
+temporary folder, by name, so a second module finds the first one's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphboard.build import BuildOptions, run_build
+from msprobe_runner import run_msprobe_script
+
+SCRIPT = Path(__file__).with_name("integration") / "dtype_model_script.py"
+VARIANTS = {
+    "fp32": ["--dtype", "fp32"],
+    "bf16": ["--dtype", "bf16"],
+    "fp16": ["--dtype", "fp16"],
+    "tanh": ["--dtype", "bf16", "--gelu", "tanh"],
+}
+
+
+def scaled_layer(layers: int) -> int:
+    """The layer whose MLP output the "scaled" target multiplies by 1.05."""
+    return 30 if layers >= 48 else 1
+
+
+class Dumps:
+    """Dumps by name, ``{dumper}-{arch}{layers}-{variant}``, and compares of them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    def dump(self, dumper: str, arch: str, layers: int, variant: str) -> Path:
+        out = self.root / f"{dumper}-{arch}{layers}-{variant}"
+        if (out / "step0").is_dir():
+            return out
+        options = ["--arch", arch, "--layers", str(layers), "--dumper", dumper]
+        if variant == "scaled":
+            options += ["--dtype", "bf16", "--scale-mlp", str(scaled_layer(layers))]
+        else:
+            options += VARIANTS[variant]
+        if dumper == "msprobe":
+            run_msprobe_script(SCRIPT, str(out), *options, cwd=self.root)
+        else:
+            subprocess.run(
+                [sys.executable, str(SCRIPT), str(out), *options],
+                check=True,
+                capture_output=True,
+                cwd=self.root,
+            )
+        return out
+
+    def compare(
+        self, dumper: str, arch: str, layers: int, variant: str, output_dir: Path | None = None
+    ) -> Path:
+        """A compare of the variant against the same model in fp32, built once (per folder)."""
+        out = output_dir or self.root / "builds" / f"{dumper}-{arch}{layers}-{variant}"
+        built = sorted(out.glob("*.vis.db")) if out.is_dir() else []
+        if built:
+            return built[0]
+        target = self.dump(dumper, arch, layers, variant)
+        golden = self.dump(dumper, arch, layers, "fp32")
+        return run_build(BuildOptions(target=target, golden=golden, output_dir=out)).path
+
+
+@pytest.fixture(scope="session")
+def dtype_dumps(tmp_path_factory: pytest.TempPathFactory) -> Dumps:
+    return Dumps(tmp_path_factory.getbasetemp() / "dtype-aware-dumps")

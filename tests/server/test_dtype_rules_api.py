@@ -1,0 +1,146 @@
+"""``rules=`` on the read API, ``graphboard verdict --rules`` and ``ci-check --rules``, on a
+real compare built in the test: a bf16 GPT whose layer-1 MLP output is 5% off, against fp32
+(tests/dtype_dumps.py). msprobe's answers stay the default and unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ci_support import live_server, new_token
+from dtype_dumps import Dumps, dtype_dumps
+from fixture_cases import reference_db
+from graphboard.cli import graphboard_main
+from graphboard.server.app import create_app
+from graphboard.server.settings import Settings
+from test_cli import graphboard_command
+
+__all__ = ["dtype_dumps"]
+
+Q = {"side": "NPU", "step": 0, "rank": 0}
+MLP = "Module.blocks.1.mlp."
+
+
+@pytest.fixture(scope="module")
+def served(dtype_dumps: Dumps, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    data_dir = tmp_path_factory.mktemp("dtype-rules-api")
+    built = dtype_dumps.compare("graphboard", "gpt", 2, "scaled")
+    shutil.copy(built, data_dir / "scaled.vis.db")
+    return data_dir, "scaled"
+
+
+@pytest.fixture(scope="module")
+def client(served: tuple[Path, str]) -> Iterator[TestClient]:
+    data_dir, _graph = served
+    with TestClient(create_app(Settings(data_dir=data_dir))) as test_client:
+        yield test_client
+
+
+def _get(client: TestClient, path: str, **params: Any) -> Any:
+    response = client.get(f"/api/graphs/scaled/{path}", params={**Q, **params})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_first_error_under_each_rule_set(client: TestClient) -> None:
+    ours = _get(client, "first-error", rules="dtype-aware")["node"]
+    assert ours["name"].startswith(MLP) and ours["introduced"] == "error"
+    default, msprobe = _get(client, "first-error"), _get(client, "first-error", rules="msprobe")
+    assert default == msprobe
+    assert default["node"] is None or not default["node"]["name"].startswith(MLP)
+
+
+def test_filter_counts_and_badges_follow_the_rule_set(client: TestClient) -> None:
+    ours = _get(client, "filter", precision="error", rules="dtype-aware", limit=500)
+    theirs = _get(client, "filter", precision="error", limit=500)
+    assert ours["total"] == 1 and ours["items"][0]["name"].startswith(MLP)
+    assert theirs["total"] > 100  # msprobe's dtype rule: nearly every bf16 node
+    root_ours = _get(client, "children", rules="dtype-aware")["parent"]
+    root_theirs = _get(client, "children")["parent"]
+    assert root_ours["rollup"]["error_leaves"] < root_theirs["rollup"]["error_leaves"]
+    assert root_ours["rollup"]["worst_node"].startswith(MLP)
+    first = _get(client, "path", name=ours["items"][0]["name"], rules="dtype-aware")["node"]
+    assert (
+        first["level"] == "error"
+        and first["color"] == _get(client, "path", name=ours["items"][0]["name"])["node"]["color"]
+    )
+    passing = _get(client, "path", name="Module.blocks.0.mlp.GptMlp.forward.0", rules="dtype-aware")
+    assert passing["node"]["level"] == "pass" and passing["node"]["precision_index"] == 0
+
+
+def test_rule_verdict_explains_per_parameter(client: TestClient) -> None:
+    first = _get(client, "first-error", rules="dtype-aware")["node"]["name"]
+    found = _get(client, "rule-verdict", name=first)
+    assert found["verdict"] == "error" and found["introduced"] and found["stored"] == "error"
+    weight = next(param for param in found["params"] if param["introduces"])
+    assert weight["key"] == "parameters.weight"
+    assert weight["difference"] > weight["band"] == pytest.approx(2 * 2**-8)
+    passing = _get(client, "rule-verdict", name="Module.blocks.0.mlp.GptMlp.forward.0")
+    assert passing["verdict"] == "pass"
+    output = next(param for param in passing["params"] if param["is_output"])
+    assert output["difference"] <= output["band"] and "within the band" in output["reason"]
+
+
+def test_an_unknown_rule_set_is_refused(client: TestClient) -> None:
+    response = client.get(
+        "/api/graphs/scaled/filter", params={**Q, "precision": "error", "rules": "x"}
+    )
+    assert response.status_code == 422
+
+
+def _verdict(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``graphboard verdict`` as a user runs it."""
+    return graphboard_command("verdict", path, *options)
+
+
+def test_verdict_cli_takes_the_rule_set(served: tuple[Path, str]) -> None:
+    data_dir, graph = served
+    path = data_dir / f"{graph}.vis.db"
+    default = _verdict(path, "--json")
+    assert _verdict(path, "--json", "--rules", "msprobe").stdout == default.stdout
+    assert "rules" not in json.loads(default.stdout)  # msprobe's JSON as before
+    ours = _verdict(path, "--json", "--rules", "dtype-aware", "--max-errors", "1")
+    assert ours.returncode == 0, ours.stderr
+    shown = json.loads(ours.stdout)
+    assert shown["rules"] == "dtype-aware" and shown["not_judged"] == 0
+    assert shown["counts"]["error"] == 1 and shown["first_error"]["name"].startswith(MLP)
+    assert shown["url"].endswith("&rules=dtype-aware")
+    assert default.returncode == 1  # msprobe's rules: far more than 0 errors
+
+
+def test_verdict_cli_refuses_an_msprobe_file_under_dtype_aware(tmp_path: Path) -> None:
+    copied = Path(shutil.copy2(reference_db("convnet-stats"), tmp_path))  # fixtures: read-only
+    assert _verdict(copied).returncode in (0, 1)  # msprobe's rules read it as ever
+    found = _verdict(copied, "--rules", "dtype-aware")
+    assert found.returncode == 2
+    assert "holds no dtype-aware verdicts" in found.stderr
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("ci-check-rules"))
+    token = new_token(settings)
+    with live_server(settings) as base:
+        yield base, token
+
+
+def test_ci_check_takes_the_rule_set(
+    dtype_dumps: Dumps, server: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, token = server
+    target = dtype_dumps.dump("graphboard", "gpt", 2, "bf16")
+    golden = dtype_dumps.dump("graphboard", "gpt", 2, "fp32")
+    common = ["ci-check", "--server", base, "--token", token, "-q"]
+    common += ["--target", str(target), "--golden", str(golden)]
+    assert graphboard_main([*common, "--rules", "dtype-aware", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["passed"] and shown["verdict"]["rules"] == "dtype-aware"
+    assert shown["verdict"]["counts"]["error"] == 0
+    assert graphboard_main(common) == 1  # msprobe's rules, the default: every bf16 node
