@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 from collections import defaultdict, deque
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -244,23 +244,34 @@ def propose(
         golden = load_side(db, GraphKey(GOLDEN_SIDE, step, rank))
         walk = _Walk(target, golden, rejected)
         walk.run(_starts(target))
-    top = -1
-    if under is not None:
-        orders = db.orders_of_names(target.key, [under])
-        top = orders.get(under, -2)
-    keep = (lambda order: True) if top == -1 else (lambda order: _under(target, order, top))
+        found = _named(walk, _keep(db, target, under))
+        # freed before the collector resumes: it then scans what is returned, not the walk
+        del walk, target, golden
+    return found
+
+
+def _keep(db: VisDb, target: Side, under: str | None) -> Callable[[int], bool]:
+    if under is None:
+        return lambda order: True
+    top = db.orders_of_names(target.key, [under]).get(under, -2)
+    return lambda order: _under(target, order, top)
+
+
+def _named(walk: _Walk, keep: Callable[[int], bool]) -> Proposals:
+    t, g = walk.t, walk.g
+    step, rank = t.key.step, t.key.rank
     return Proposals(
         suggestions=[
-            Suggestion(step, rank, target.names[t], golden.names[g], confidence, reason)
-            for t, g, confidence, reason in walk.suggestions
-            if keep(t)
+            Suggestion(step, rank, t.names[target], g.names[golden], confidence, reason)
+            for target, golden, confidence, reason in walk.suggestions
+            if keep(target)
         ],
         fused=[
             Fused(
                 step,
                 rank,
-                tuple(target.names[o] for o in t_parts),
-                tuple(golden.names[o] for o in g_parts),
+                tuple(t.names[o] for o in t_parts),
+                tuple(g.names[o] for o in g_parts),
                 confidence,
                 reason,
             )
