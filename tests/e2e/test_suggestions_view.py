@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser_support import Viewer, is_expected_console_error
+from browser_support import Viewer
 
 from ci_support import live_server
 from graphboard.server.settings import Settings
@@ -20,30 +20,15 @@ FIRST = ("Module.classifier.0.Linear.forward.0", "Module.head.0.Linear.forward.0
 LAST = ("Module.classifier.3.Linear.forward.0", "Module.head.3.Linear.forward.0")
 
 
-@pytest.fixture
-def suggest_viewer(
-    browser: Any, built: Any, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Viewer]:
-    data = tmp_path_factory.mktemp("suggest-data")  # its own copy: accepting writes to it
+@pytest.fixture(scope="module")
+def server(built: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This module's own server (the conftest's viewer opens it): accepting writes to the
+    file, which the other browser tests must find as built."""
+    data = tmp_path_factory.mktemp("suggest-data")
     shutil.copyfile(built("layer-mapping", compare=True), data / "lm.vis.db")
     state = tmp_path_factory.mktemp("suggest-state")
     with live_server(Settings(data_dir=data, state_dir=state)) as base:
-        context = browser.new_context(viewport={"width": 1500, "height": 950}, locale="en-US")
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        found = Viewer(page, base)
-        page.on(
-            "console",
-            lambda m: (
-                found.errors.append(m.text)
-                if m.type == "error" and not is_expected_console_error(m)
-                else None
-            ),
-        )
-        page.on("pageerror", lambda error: found.errors.append(f"page error: {error}"))
-        yield found
-        context.close()
-    assert found.errors == [], f"console errors: {found.errors}"
+        yield base
 
 
 def _item(viewer: Viewer, pair: tuple[str, str]) -> Any:
@@ -62,8 +47,7 @@ def _label_is(viewer: Viewer, name: str, *, grey: bool) -> None:
     )
 
 
-def test_suggestions_accept_reject_and_accept_all(suggest_viewer: Viewer) -> None:
-    viewer = suggest_viewer
+def test_suggestions_accept_reject_and_accept_all(viewer: Viewer) -> None:
     page = viewer.page
     viewer.open(graph="lm", node=FIRST[0])
     _label_is(viewer, FIRST[0], grey=True)

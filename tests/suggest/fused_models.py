@@ -9,19 +9,10 @@ import torch
 from torch import nn
 
 from graphboard import probe
+from integration.test_probe_compare_msprobe import WIDTH
+from integration.test_probe_compare_msprobe import Attention as FusedAttention
 
-WIDTH, HIDDEN = 8, 16
-
-
-class FusedAttention(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
-        self.proj = nn.Linear(WIDTH, WIDTH)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        q, k, v = self.qkv(x).chunk(3, dim=-1)
-        return self.proj(torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v)
+HIDDEN = 16
 
 
 class SplitAttention(nn.Module):

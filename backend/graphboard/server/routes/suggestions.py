@@ -9,12 +9,12 @@ from fastapi import APIRouter, Query
 from pydantic import Field
 
 from graphboard.graph.model import TARGET_SIDE
-from graphboard.server import matching, schemas
+from graphboard.server import schemas
 from graphboard.server.deps import GraphDb, GraphFilePath, Rank, SettingsDep, Step
 from graphboard.server.errors import Conflict, NotFound
-from graphboard.server.routes.matches import _outcome, _pair, _skipped
+from graphboard.server.routes.matches import _pair, _skipped, add_match
 from graphboard.store.reader import GraphKey, VisDb
-from graphboard.suggest import DEFAULT_MIN_CONFIDENCE, Fused, Proposals, Suggestion
+from graphboard.suggest import DEFAULT_MIN_CONFIDENCE, Proposals
 from graphboard.suggest.apply import accept, graph_parts
 from graphboard.suggest.proposals import propose
 from graphboard.suggest.rejections import reject, rejected
@@ -83,28 +83,6 @@ def _proposals(db: VisDb, step: int, rank: int, under: str | None) -> Proposals:
     return propose(db, step, rank, rejected=rejected(db, step, rank), under=under)
 
 
-def _out(item: Suggestion) -> SuggestionOut:
-    return SuggestionOut(
-        step=item.step,
-        rank=item.rank,
-        target=item.target,
-        golden=item.golden,
-        confidence=item.confidence,
-        reason=item.reason,
-    )
-
-
-def _fused_out(item: Fused) -> FusedOut:
-    return FusedOut(
-        step=item.step,
-        rank=item.rank,
-        target=list(item.target),
-        golden=list(item.golden),
-        confidence=item.confidence,
-        reason=item.reason,
-    )
-
-
 @router.get("/{graph:path}/suggestions", response_model=SuggestionsOut, summary="Proposed matches")
 def list_suggestions(
     db: GraphDb,
@@ -117,8 +95,16 @@ def list_suggestions(
     and a reason, parents before children; rejected pairs are left out."""
     found = _proposals(db, step, rank, under)
     return SuggestionsOut(
-        suggestions=[_out(s) for s in found.suggestions if s.confidence >= min_confidence],
-        fused=[_fused_out(f) for f in found.fused if f.confidence >= min_confidence],
+        suggestions=[
+            SuggestionOut.model_validate(item, from_attributes=True)
+            for item in found.suggestions
+            if item.confidence >= min_confidence
+        ],
+        fused=[
+            FusedOut.model_validate(item, from_attributes=True)
+            for item in found.fused
+            if item.confidence >= min_confidence
+        ],
     )
 
 
@@ -130,20 +116,17 @@ def list_suggestions(
 def accept_one(
     request: PairRequest, path: GraphFilePath, settings: SettingsDep, db: GraphDb
 ) -> schemas.MatchOut:
-    """Match the proposed pair by hand, as ``POST /matches`` does (without twins or
+    """Match the proposed pair by hand through ``POST /matches`` (without twins or
     descendants: they have proposals of their own)."""
-    outcome = matching.pair(
-        "match",
-        path,
-        settings,
-        request.step,
-        request.rank,
-        request.target,
-        request.golden,
+    match = schemas.MatchRequest(
+        step=request.step,
+        rank=request.rank,
+        target=request.target,
+        golden=request.golden,
         descendants=False,
         twins=False,
     )
-    return _outcome(outcome, db.config())
+    return add_match(match, path, settings, db)
 
 
 @router.post(
