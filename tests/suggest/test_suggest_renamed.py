@@ -45,6 +45,15 @@ def test_never_a_module_with_an_api_nor_forward_with_backward(
         assert item.target.startswith("Module.") == item.golden.startswith("Module."), item
         assert _direction(item.target) == _direction(item.golden), item
         assert 0 <= item.confidence <= 1 and item.reason.startswith(("under", "both roots"))
+    reasons = {item.target: item.reason for item in found}
+    # children follow their parent's pair, and say whether it was matched or proposed
+    assert reasons["Module.blocks.0.Block.forward.0"].startswith(
+        "under DefaultModel ↔ DefaultModel (matched); "
+    )
+    assert reasons["Module.blocks.0.mlp.Sequential.forward.0"].startswith(
+        "under Module.blocks.0.Block.forward.0 ↔ Module.layers.0.TransformerLayer.forward.0 "
+        "(proposed, 0."
+    )
 
 
 def test_layer_mapping_fixture_without_its_mapping(built: BuildFn, cache_dir: Path) -> None:

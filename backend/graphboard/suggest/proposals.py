@@ -65,6 +65,7 @@ class _Walk:
         self._features: dict[tuple[str, int], Features] = {}
         self.suggestions: list[tuple[int, int, float, str]] = []
         self.fused: list[tuple[tuple[int, ...], tuple[int, ...], float, str]] = []
+        self.matched_parents: set[int] = set()  # target orders paired before the walk
 
     def feature(self, side: Side, order: int) -> Features:
         key = (side.key.side, order)
@@ -87,7 +88,7 @@ class _Walk:
     def _where(self, tp: int, gp: int, parent_confidence: float) -> str:
         if tp == _VIRTUAL:
             return "both roots"
-        how = "matched" if parent_confidence >= 1.0 else f"proposed, {parent_confidence:.2f}"
+        how = "matched" if tp in self.matched_parents else f"proposed, {parent_confidence:.2f}"
         return f"under {self.t.names[tp]} ↔ {self.g.names[gp]} ({how})"
 
     def pair_children(self, tp: int, gp: int, parent_confidence: float) -> list[tuple[int, int]]:
@@ -158,6 +159,7 @@ class _Walk:
 
     def run(self, starts: Iterable[tuple[int, int, float]]) -> None:
         todo = deque(starts)
+        self.matched_parents = {tp for tp, _gp, _confidence in todo}
         while todo:
             tp, gp, confidence = todo.popleft()
             for t_order, g_order in self.pair_children(tp, gp, confidence):
