@@ -108,11 +108,14 @@ def fused_runs(
     singles: Sequence[Features], many: Sequence[Features]
 ) -> list[tuple[int, list[int]]]:
     """(index in ``singles``, indexes of a run of consecutive ``many``) for each single node
-    that fuses a run of the other side's nodes; each node used once."""
+    that fuses a run of the other side's nodes, looked for within a band around its place;
+    each node used once."""
     found: list[tuple[int, list[int]]] = []
     used: set[int] = set()
+    band = min(abs(len(singles) - len(many)) + BAND, MAX_BAND)  # near the diagonal only
     for i, whole in enumerate(singles):
-        for start in range(len(many)):
+        centre = (i * len(many)) // max(len(singles), 1)
+        for start in range(max(0, centre - band), min(len(many), centre + band + 1)):
             if start in used or many[start].label != whole.label:
                 continue
             for size in range(min(MAX_FUSED, len(many) - start), 1, -1):
