@@ -8,11 +8,13 @@ has one of the same index.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from graphboard.graph.model import API_COLLECTION_PREFIX, Graph, Node, NodeType
 
 ALL_RANKS = f"{API_COLLECTION_PREFIX}_All_Ranks"
+_RANK = re.compile(r"_Rank(\d+)")
 
 
 def rank_name(name: str, rank: int) -> str:
@@ -47,7 +49,17 @@ def merge_api_collections(graphs: Sequence[Graph], ranks: Sequence[int]) -> None
     children: list[Node] = []
     counter = 0
     for node in main.root.children:
-        if node.type is not NodeType.API_COLLECTION or node.name.startswith(ALL_RANKS):
+        if node.name.startswith(ALL_RANKS):  # gathered before (per stage): gather those too
+            children.append(node)
+            for graph in graphs[1:]:
+                other = graph.nodes.get(node.name)
+                for collection in list(other.children) if other is not None else []:
+                    collection.parent = None
+                    collection.attach(node)
+                    main.nodes[collection.name] = collection
+                    main.nodes.update((child.name, child) for child in collection.children)
+            continue
+        if node.type is not NodeType.API_COLLECTION:
             children.append(node)
             continue
         original = node.name
@@ -63,3 +75,15 @@ def merge_api_collections(graphs: Sequence[Graph], ranks: Sequence[int]) -> None
             if other is not None:
                 _adopt(main, other, gathered, rank)
     main.root.children = children
+
+
+def sort_by_rank(graph: Graph) -> None:
+    """Each gathered collection's per-rank collections in rank order (TP+PP, full)."""
+    for node in graph.root.children:
+        if node.name.startswith(ALL_RANKS):
+            node.children.sort(key=lambda child: _rank_of(child.name))
+
+
+def _rank_of(name: str) -> int:
+    found = _RANK.search(name)
+    return int(found.group(1)) if found else -1

@@ -1,7 +1,10 @@
 """The merge stage: a replica's rank graphs, read and built one by one, made one graph.
 
-Only the tensor-parallel strategies merge yet (TP alone, or TP with data-parallel replicas);
-pipeline strategies are refused by name. The merged graph is the main rank's, changed in place.
+The strategies as msprobe runs them (reference-builder.md 6.1, 6.7): TP merges the replica's
+TP group; PP its pipeline chain; TP+PP gathers every rank's API collections, merges each chain,
+then merges the chains' first stages across TP; the full strategy (DP above 1) merges each
+chain with its own collections, then the chains' first stages. VPP is refused by name until
+its merge exists. The merged graph is the main rank's, changed in place.
 """
 
 from __future__ import annotations
@@ -12,18 +15,56 @@ from dataclasses import dataclass
 from graphboard.build import stages
 from graphboard.dump.layout import RankDir
 from graphboard.graph.model import Graph
-from graphboard.merge.apis import merge_api_collections
+from graphboard.merge.apis import merge_api_collections, sort_by_rank
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError
 from graphboard.merge.layout import Replica, Strategy, strategy_of
+from graphboard.merge.pp import merge_pp
 from graphboard.merge.tp import Merges, merge_tp
-
-MERGEABLE = frozenset({Strategy.NO_PARALLEL, Strategy.TP})
 
 
 @dataclass(slots=True)
 class MergedGraph:
     graph: Graph
     merges: Merges  # node name -> how it was merged (parallel_merge_info, each rank's statistics)
+
+
+def _tp_mapping(replica: Replica) -> dict[int, list[int]]:
+    """After the pipeline merge, a later stage's rank (in the main chain) to the same stage's
+    ranks in the other chains: how the TP merge finds a ``_rank<r>`` API's counterparts."""
+    main, others = replica.stages[0], replica.stages[1:]
+    return {rank: [chain[index] for chain in others] for index, rank in enumerate(main)}
+
+
+def merge_graphs(flags: ParallelFlags, replica: Replica, graphs: Mapping[int, Graph]) -> Merges:
+    """Merge the replica's rank ``graphs`` into its main rank's graph; return the TP merges."""
+    strategy = strategy_of(flags)
+    # the rank each node was dumped on, before the pipeline merge moves some between graphs
+    node_ranks = {node: rank for rank, graph in graphs.items() for node in graph.nodes.values()}
+    if strategy is Strategy.VPP:
+        raise ParallelFlagsError(
+            f"{flags.describe()}: the VPP merge is not implemented yet; graphboard merges TP, "
+            f"PP, TP+PP and data-parallel layouts with --vpp 1"
+        )
+    chains = [[graphs[rank] for rank in chain] for chain in replica.stages]
+    firsts = [chain[0] for chain in chains]
+    if strategy is Strategy.TPPP:  # every rank's collections first, as msprobe
+        ordered = sorted(replica.ranks)
+        merge_api_collections([graphs[rank] for rank in ordered], ordered)
+    elif strategy in (Strategy.NO_PARALLEL, Strategy.TP):
+        merge_api_collections(firsts, replica.tp_group)
+    for chain, ranks in zip(chains, replica.stages, strict=True):
+        if strategy in (Strategy.PP, Strategy.FULL):
+            merge_api_collections(chain, ranks)
+        merge_pp(chain, ranks)
+    if len(firsts) < 2:
+        return {}
+    if strategy is Strategy.FULL:
+        merge_api_collections(firsts, replica.tp_group)
+    mapping = _tp_mapping(replica) if flags.pp > 1 else None
+    merges = merge_tp(firsts, replica.tp_group, mapping, node_ranks)
+    if flags.pp > 1:
+        sort_by_rank(firsts[0])
+    return merges
 
 
 def merge_replica(
@@ -34,20 +75,14 @@ def merge_replica(
     step: int,
 ) -> MergedGraph:
     """Read the replica's ranks and merge them into its main rank's graph."""
-    strategy = strategy_of(flags)
-    if strategy not in MERGEABLE:
-        raise ParallelFlagsError(
-            f"{flags.describe()}: the {strategy} merge is not implemented yet; graphboard "
-            f"merges tensor-parallel layouts (pp 1) so far"
-        )
-    graphs = []
-    for rank in replica.tp_group:
+    graphs: dict[int, Graph] = {}
+    for rank in replica.ranks:
         side = stages.Side(ranks[rank], label, step, rank)
-        graphs.append(stages.hierarchy(side, stages.read(side)))
-    merge_api_collections(graphs, replica.tp_group)
-    merges = merge_tp(graphs, replica.tp_group)
-    main = graphs[0]
-    for graph in graphs[1:]:
-        main.warnings.extend(graph.warnings)
+        graphs[rank] = stages.hierarchy(side, stages.read(side))
+    merges = merge_graphs(flags, replica, graphs)
+    main = graphs[replica.main_rank]
+    for rank, graph in graphs.items():
+        if rank != replica.main_rank:
+            main.warnings.extend(graph.warnings)
     main.number()  # msprobe's node_order over the merged tree
     return MergedGraph(main, merges)

@@ -14,7 +14,8 @@ which the rows and the API show beside the merged value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from graphboard.dump.records import Param, Role
@@ -42,12 +43,26 @@ def _is_input(param: Param) -> bool:
     return param.role is not Role.OUTPUT  # msprobe's input_data: inputs, parameters, grads
 
 
-def _counterparts(node: Node, others: Sequence[Graph]) -> list[Node]:
-    """The same node on each other rank, or none at all if one lacks it or sits elsewhere."""
+_RANK_MARK = re.compile(r"_rank(\d+)\.")
+
+
+def _counterparts(
+    node: Node, others: Sequence[Graph], mapping: Mapping[int, Sequence[int]] | None = None
+) -> list[Node]:
+    """The same node on each other rank, or none at all if one lacks it or sits elsewhere.
+    After a pipeline merge a stage's API is named ``_rank<r>``: ``mapping`` gives, for such a
+    rank, the ranks holding its counterparts in ``others``."""
+    names = [node.name] * len(others)
+    marked = _RANK_MARK.search(node.name) if mapping else None
+    if marked and mapping:
+        peers = mapping.get(int(marked.group(1)))
+        if not peers or len(peers) != len(others):
+            return []
+        names = [_RANK_MARK.sub(f"_rank{peer}.", node.name) for peer in peers]
     found = []
     ancestors = node.ancestors()
-    for graph in others:
-        other = graph.nodes.get(node.name)
+    for graph, name in zip(others, names, strict=True):
+        other = graph.nodes.get(name)
         if other is None or other.ancestors() != ancestors:
             return []
         found.append(other)
@@ -84,12 +99,12 @@ def _record(
     merges: Merges,
     node: Node,
     others: Sequence[Node],
-    ranks: Sequence[int],
+    ranks: Mapping[Node, int],
     shards: dict[str, list[Param]],
 ) -> None:
     """Merge ``shards`` into ``node`` and note how, keeping each rank's statistics first."""
     merge = merges.setdefault(node.name, NodeMerge())
-    used = [ranks[0], *(ranks[index + 1] for index in range(len(others)))]
+    used = [ranks[node], *(ranks[other] for other in others)]
     merge.info.append(f"{TP_MERGED}{used}.")
     for key, params in shards.items():
         merge.ranks[key] = [
@@ -120,7 +135,11 @@ def _reduce_input(node: Node) -> Param | None:
 
 
 def _matmul_from_reduce(
-    node: Node, others: Sequence[Graph], ranks: Sequence[int], merges: Merges
+    node: Node,
+    others: Sequence[Graph],
+    ranks: Mapping[Node, int],
+    merges: Merges,
+    mapping: Mapping[int, Sequence[int]] | None,
 ) -> None:
     """A Row (forward) or Column (backward) layer's matmuls: each takes its output's statistics
     from the first reduce whose input is exactly that output, its inputs TP-merged."""
@@ -140,7 +159,7 @@ def _matmul_from_reduce(
                 continue
             if not same_statistics(outputs[0], reduce_input, uncertain=False):
                 continue
-            counterparts = _counterparts(matmul, others)
+            counterparts = _counterparts(matmul, others, mapping)
             inputs, _ = _differing(matmul, counterparts, compare=True)
             if inputs:
                 _record(merges, matmul, counterparts, ranks, inputs)
@@ -157,7 +176,11 @@ def _matmul_from_reduce(
 
 
 def _column_to_row(
-    node: Node, others: Sequence[Graph], ranks: Sequence[int], merges: Merges
+    node: Node,
+    others: Sequence[Graph],
+    ranks: Mapping[Node, int],
+    merges: Merges,
+    mapping: Mapping[int, Sequence[int]] | None,
 ) -> None:
     """Force-merge a forward Column layer's siblings up to the last Row layer after it."""
     if node.name in merges or not _linear_kind(node)[2] or node.parent is None:
@@ -175,7 +198,7 @@ def _column_to_row(
         stack.extend(reversed(current.children))
         if current.name in merges or current.name.startswith("Distributed"):
             continue
-        counterparts = _counterparts(current, others)
+        counterparts = _counterparts(current, others, mapping)
         inputs, outputs = _differing(current, counterparts, compare=False)
         if not (inputs or outputs):
             continue
@@ -188,13 +211,26 @@ def _column_to_row(
         _record(merges, current, counterparts, ranks, {**inputs, **outputs})
 
 
-def merge_tp(graphs: Sequence[Graph], ranks: Sequence[int]) -> Merges:
+def merge_tp(
+    graphs: Sequence[Graph],
+    ranks: Sequence[int],
+    mapping: Mapping[int, Sequence[int]] | None = None,
+    node_ranks: Mapping[Node, int] | None = None,
+) -> Merges:
     """Merge ``graphs`` (one per rank of a TP group, ``ranks`` in the same order, the main
-    rank first) into ``graphs[0]``; return how each merged node was made."""
+    rank first) into ``graphs[0]``; return how each merged node was made. ``mapping``: after
+    a pipeline merge, a stage's rank to the ranks of its TP peers (see _counterparts);
+    ``node_ranks``: the rank each node was dumped on, where a pipeline merge moved some."""
     merges: Merges = {}
     if len(graphs) < 2:
         return merges
     main, others = graphs[0], graphs[1:]
+    if node_ranks is None:
+        node_ranks = {
+            node: rank
+            for graph, rank in zip(graphs, ranks, strict=True)
+            for node in graph.nodes.values()
+        }
     for node in main.walk():  # a module before its children: its matmuls are its to merge
         parent = node.parent
         if (
@@ -205,11 +241,11 @@ def merge_tp(graphs: Sequence[Graph], ranks: Sequence[int]) -> Merges:
             or node.name in merges
         ):
             continue
-        _matmul_from_reduce(node, others, ranks, merges)
-        counterparts = _counterparts(node, others)
+        _matmul_from_reduce(node, others, node_ranks, merges, mapping)
+        counterparts = _counterparts(node, others, mapping)
         inputs, outputs = _differing(node, counterparts, compare=True)
         if inputs or outputs:
-            _record(merges, node, counterparts, ranks, {**inputs, **outputs})
+            _record(merges, node, counterparts, node_ranks, {**inputs, **outputs})
     for node in list(main.walk()):
-        _column_to_row(node, others, ranks, merges)
+        _column_to_row(node, others, node_ranks, merges, mapping)
     return merges

@@ -1,4 +1,4 @@
-"""The TP merge against msprobe's own merged files of the same real dumps: every node of the
+"""The merge (TP, PP, TP+PP, DP replicas) against msprobe's own merged files of the same real dumps: every node of the
 module hierarchy has msprobe's ``parallel_merge_info`` and msprobe's merged statistics, and
 keeps each rank's own statistics beside them."""
 
@@ -50,7 +50,16 @@ def _shown(value: object) -> str:
 
 
 @pytest.mark.parametrize(
-    ("name", "level"), [("tp2", "mix"), ("sp", "mix"), ("dp2tp2", "mix"), ("tp2", "L0")]
+    ("name", "level"),
+    [
+        ("tp2", "mix"),
+        ("sp", "mix"),
+        ("dp2tp2", "mix"),
+        ("tp2", "L0"),
+        ("pp2", "mix"),
+        ("tp2pp2", "mix"),
+        ("tp2pp2", "L0"),
+    ],
 )
 def test_merged_statistics_and_provenance_are_msprobes(
     name: str, level: str, parallel_dump: DumpFn, parallel_reference: ReferenceFn
@@ -81,7 +90,7 @@ def test_merged_statistics_and_provenance_are_msprobes(
                         differences.append(
                             f"{node.name} {param.key} {label}: {getattr(param, field)} != {shown[label]}"
                         )
-    assert compared > 100 and (merged_nodes > 50 or level == "L0")
+    assert compared > 100 and (merged_nodes > 50 or level == "L0" or LAYOUTS[name].tp == 1)
     assert differences == [], "\n".join(differences[:20])
 
 
@@ -106,7 +115,7 @@ def _structure(path: Path) -> dict[tuple[int, str], tuple[str, list[str], int]]:
         }
 
 
-@pytest.mark.parametrize("name", ["tp2", "dp2tp2"])
+@pytest.mark.parametrize("name", ["tp2", "dp2tp2", "pp2", "tp2pp2", "sp"])
 def test_merged_structure_is_msprobes(
     name: str, parallel_dump: DumpFn, parallel_reference: ReferenceFn
 ) -> None:
