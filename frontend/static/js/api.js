@@ -68,23 +68,37 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
 
   const graphUrl = (graph, tail) => `/api/graphs/${graphPath(graph)}/${tail}`;
   const keyParams = (key) => ({ side: key.side, step: key.step, rank: key.rank });
+  // The verdicts' rule set (msprobe's unless the viewer's switch says dtype-aware): the reads
+  // whose answers carry verdicts (tree rows, badges, filter, first error) name it.
+  let rulesOf = () => null;
+  const ruled = (params) => {
+    const rules = rulesOf();
+    return rules && rules !== 'msprobe' ? { ...params, rules } : params;
+  };
 
   return {
     listGraphs: (options) => request('GET', '/api/graphs', options),
     graphConfig: (graph, options) => request('GET', graphUrl(graph, 'config'), options),
+    /** Name the rule set the verdicts are read under: `() => 'msprobe' | 'dtype-aware'`. */
+    setRules: (getter) => {
+      rulesOf = getter;
+    },
     children: (graph, key, { parent = null, cursor = null, limit = null, microStep = null } = {}, options = {}) =>
       request('GET', graphUrl(graph, 'children'), {
         ...options,
-        params: { ...keyParams(key), parent, cursor, limit, micro_step: microStep },
+        params: ruled({ ...keyParams(key), parent, cursor, limit, micro_step: microStep }),
       }),
     node: (graph, key, name, options = {}) =>
       request('GET', graphUrl(graph, 'node'), { ...options, params: { ...keyParams(key), name } }),
     path: (graph, key, name, options = {}) =>
-      request('GET', graphUrl(graph, 'path'), { ...options, params: { ...keyParams(key), name } }),
+      request('GET', graphUrl(graph, 'path'), { ...options, params: ruled({ ...keyParams(key), name }) }),
     firstError: (graph, key, options = {}) =>
-      request('GET', graphUrl(graph, 'first-error'), { ...options, params: keyParams(key) }),
+      request('GET', graphUrl(graph, 'first-error'), { ...options, params: ruled(keyParams(key)) }),
     worst: (graph, key, name, options = {}) =>
-      request('GET', graphUrl(graph, 'worst'), { ...options, params: { ...keyParams(key), name } }),
+      request('GET', graphUrl(graph, 'worst'), { ...options, params: ruled({ ...keyParams(key), name }) }),
+    // Why a target node has its dtype-aware verdict: per parameter, the band beside d.
+    ruleVerdict: (graph, key, name, options = {}) =>
+      request('GET', graphUrl(graph, 'rule-verdict'), { ...options, params: { ...keyParams(key), name } }),
     peers: (graph, key, name, options = {}) =>
       request('GET', graphUrl(graph, 'peers'), { ...options, params: { ...keyParams(key), name } }),
     search: (graph, key, { q, regex = false, cursor = null, limit = null }, options = {}) =>
@@ -95,7 +109,7 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
     filter: (graph, key, { precision = [], overflow = [], unmatched = false, leavesOnly = false, cursor = null, limit = null }, options = {}) =>
       request('GET', graphUrl(graph, 'filter'), {
         ...options,
-        params: { ...keyParams(key), precision, overflow, unmatched, leaves_only: leavesOnly, cursor, limit },
+        params: ruled({ ...keyParams(key), precision, overflow, unmatched, leaves_only: leavesOnly, cursor, limit }),
       }),
     heatmap: (graph, params, options = {}) => request('GET', graphUrl(graph, 'heatmap'), { ...options, params }),
     // The compare table: `params` {step, rank, result: [...], name, sort, descending} (+ cursor, limit).

@@ -16,7 +16,7 @@ import { SearchPanel } from './panels/search_panel.js';
 import { createStore } from './state.js';
 import { STORAGE, save, saved } from './storage.js';
 import { TreePane } from './tree/tree_pane.js';
-import { buildUrlSearch, parseUrlState } from './url_state.js';
+import { buildUrlSearch, parseUrlState, rulesParam } from './url_state.js';
 
 const OTHER = { NPU: 'Bench', Bench: 'NPU' };
 export class App {
@@ -36,7 +36,9 @@ export class App {
       theme: saved(STORAGE.theme) ?? (prefersDark ? 'dark' : 'light'),
       lang: pickLanguage(saved(STORAGE.lang), navigator.languages ?? []),
       sync: saved(STORAGE.sync) !== 'false',
+      rules: rulesParam(globalThis.location?.search ?? ''), // msprobe | dtype-aware
     });
+    this.api.setRules?.(() => this.store.get().rules);
     this.t = (key, params) => translate(this.store.get().lang, key, params);
     this.plotlyUrl = doc.body.dataset.plotlyUrl || '';
     this.viewGeneration = 0;
@@ -102,7 +104,9 @@ export class App {
         this.openPeersMenu(side, name, box.left, box.bottom);
       },
       onGoTo: (side, name) => this.selectNode(side, name, { scroll: 'center' }),
+      rules: () => this.store.get().rules,
     });
+    this.bindRules();
     this.menu = new ContextMenu(doc.querySelector('#context-menu'), { t: this.t });
     this.help = new HelpOverlay(doc.querySelector('#help-overlay'), { t: this.t });
     this.bindHeader();
@@ -149,6 +153,9 @@ export class App {
   /** Open the view the address bar describes (or the first readable file). */
   openFromUrl() {
     const wanted = parseUrlState(globalThis.location.search);
+    this.store.set({ rules: rulesParam(globalThis.location.search) });
+    const rulesSelect = this.doc.querySelector('#rules-select');
+    if (rulesSelect) rulesSelect.value = this.store.get().rules;
     const files = this.store.get().files;
     const file = files.find((item) => item.id === wanted.graph && !item.error) ?? files.find((item) => !item.error && item.config?.graph_type === 'compare') ?? files.find((item) => !item.error);
     // A graph the address names but the server cannot open: say so, rather than show another.
@@ -527,6 +534,18 @@ export class App {
     this.doc.querySelector('#mode-overflow').disabled = !state.file?.config?.overflow_check;
   }
 
+  /** The "msprobe rules / dtype-aware" switch: the same file's verdicts under the other
+   * rule set (stored at build time: nothing is rebuilt), the view reloaded in place. */
+  bindRules() {
+    const select = this.doc.querySelector('#rules-select');
+    if (!select) return;
+    select.value = this.store.get().rules;
+    select.addEventListener('change', () => {
+      this.store.set({ rules: select.value === 'dtype-aware' ? 'dtype-aware' : 'msprobe' });
+      this.changeView({});
+    });
+  }
+
   writeUrl() {
     const state = this.store.get();
     if (!state.graph) return;
@@ -537,6 +556,7 @@ export class App {
       node: state.selection?.name ?? null,
       side: state.selection?.side ?? null,
       micro: state.microStep,
+      rules: state.rules,
     });
     if (search !== globalThis.location.search) history.replaceState(null, '', `${globalThis.location.pathname}${search}`);
     const trends = this.doc.querySelector('#trends-link'); // the Trends page opens on this file

@@ -1,4 +1,4 @@
-// The view in the address bar: ?graph=<file id>&step=&rank=&node=[&side=][&micro=]
+// The view in the address bar: ?graph=<file id>&step=&rank=&node=[&side=][&micro=][&rules=]
 // so that a reload or a shared link lands on the same view.
 
 function intOr(value, fallback) {
@@ -26,8 +26,14 @@ export function parseUrlState(search) {
   };
 }
 
-/** The query string of a view; the defaults (side NPU, all micro-steps) are left out. */
-export function buildUrlSearch({ graph, step, rank, node, side, micro }) {
+/** The verdicts' rule set a query string names: 'dtype-aware', else msprobe's. */
+export function rulesParam(search) {
+  return new URLSearchParams(search).get('rules') === 'dtype-aware' ? 'dtype-aware' : 'msprobe';
+}
+
+/** The query string of a view; the defaults (side NPU, all micro-steps, msprobe's rules)
+ * are left out. */
+export function buildUrlSearch({ graph, step, rank, node, side, micro, rules }) {
   const params = new URLSearchParams();
   if (graph) params.set('graph', graph);
   if (step !== null && step !== undefined) params.set('step', String(step));
@@ -35,6 +41,7 @@ export function buildUrlSearch({ graph, step, rank, node, side, micro }) {
   if (node) params.set('node', node);
   if (side === 'Bench') params.set('side', side);
   if (micro !== null && micro !== undefined && micro >= 0) params.set('micro', String(micro));
+  if (rules === 'dtype-aware') params.set('rules', rules);
   const text = params.toString();
   return text ? `?${text}` : '';
 }

@@ -7,9 +7,10 @@ import { themedFill } from '../colors.js';
 import { el, setChildren } from '../dom.js';
 import { formatNumber } from '../format.js';
 import { buildIoTable, statText, visibleGroups } from './io_table.js';
+import { renderRuleVerdict } from './rule_verdict.js';
 
 export class DetailPanel {
-  constructor(host, { api, t, context, levelColors, plotlyUrl, onPeers, onGoTo }) {
+  constructor(host, { api, t, context, levelColors, plotlyUrl, onPeers, onGoTo, rules = () => 'msprobe' }) {
     this.host = host;
     this.api = api;
     this.t = t;
@@ -18,6 +19,8 @@ export class DetailPanel {
     this.plotlyUrl = plotlyUrl;
     this.onPeers = onPeers;
     this.onGoTo = onGoTo;
+    this.rules = rules;
+    this.ruleVerdict = null; // the dtype-aware working of the node, when that rule set is on
     this.differencesOnly = false;
     this.detail = null;
     this.request = 0;
@@ -37,9 +40,15 @@ export class DetailPanel {
     const { graph, step, rank } = this.context();
     this.host.setAttribute('aria-busy', 'true');
     try {
-      const detail = await this.api.node(graph, { side, step, rank }, name);
+      const key = { side, step, rank };
+      const [detail, ruleVerdict] = await Promise.all([
+        this.api.node(graph, key, name),
+        // the target's verdicts only; a node with nothing to judge simply has no working
+        this.rules() === 'dtype-aware' && side === 'NPU' ? this.api.ruleVerdict(graph, key, name).catch(() => null) : null,
+      ]);
       if (request !== this.request) return;
       this.detail = detail;
+      this.ruleVerdict = ruleVerdict;
       this.side = side;
       this.name = name;
       this.render();
@@ -75,6 +84,7 @@ export class DetailPanel {
         el('div', { className: 'section-head' }, el('h3', {}, this.t('details.compare')), el('label', { className: 'toggle' }, diffToggle, ' ', this.t('details.diffOnly'))),
         this.renderTable(table),
       ),
+      this.ruleVerdict ? renderRuleVerdict(this.ruleVerdict, this.t) : null,
       el('details', { className: 'detail-section', open: true }, el('summary', {}, this.t('details.chart')), this.chartHost),
       this.renderTexts(detail),
     );

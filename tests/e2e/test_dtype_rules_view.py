@@ -1,0 +1,103 @@
+"""The viewer's "msprobe rules / dtype-aware" switch in a real browser, on a compare built in
+the test (a bf16 GPT whose layer-1 MLP output is 5% off, against fp32): colours, badges, the
+filter and the first introduced error follow the switch, the address keeps it, and the detail
+panel shows each parameter's noise band beside its measured difference."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser_support import Viewer
+
+from ci_support import live_server
+from conftest import _viewer
+from dtype_dumps import Dumps, dtype_dumps
+from graphboard.server.settings import Settings
+
+__all__ = ["dtype_dumps"]
+
+MLP = "Module.blocks.1.mlp."
+EMBEDDING = "Module.embed.Embedding.forward.0"
+
+
+@pytest.fixture(scope="module")
+def rules_server(dtype_dumps: Dumps, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data = tmp_path_factory.mktemp("dtype-rules-view")
+    shutil.copyfile(dtype_dumps.compare("graphboard", "gpt", 2, "scaled"), data / "scaled.vis.db")
+    state = tmp_path_factory.mktemp("dtype-rules-state")
+    with live_server(Settings(data_dir=data, state_dir=state)) as base:
+        yield base
+
+
+@pytest.fixture
+def rules_viewer(browser: Any, rules_server: str) -> Iterator[Viewer]:
+    yield from _viewer(browser, rules_server)
+
+
+def _first_error(viewer: Viewer) -> str:
+    page = viewer.page
+    page.locator("#first-error").click()
+    selected = page.locator("#pane-NPU .tree-row.selected")
+    selected.wait_for()
+    return str(selected.get_attribute("data-name"))
+
+
+def test_the_switch_changes_colours_filter_and_first_error(rules_viewer: Viewer) -> None:
+    viewer, page = rules_viewer, rules_viewer.page
+    viewer.open(graph="scaled")
+    viewer.row("NPU", EMBEDDING).wait_for()
+    msprobe_fill = viewer.label_color("NPU", EMBEDDING)  # a bf16 node: msprobe's dtype error
+    page.locator('#precision-filters input[value="error"]').check()
+    page.locator("#filter-results .result-row").first.wait_for()
+    msprobe_total = page.locator("#filter-results").inner_text()
+    page.locator("#rules-select").select_option("dtype-aware")
+    page.wait_for_function("() => location.search.includes('rules=dtype-aware')")
+    viewer.row("NPU", EMBEDDING).wait_for()
+    page.wait_for_function(
+        '([name, before]) => { const row = document.querySelector(`#pane-NPU .tree-row[data-name="${name}"] .label`);'
+        " return row && row.style.backgroundColor !== before; }",
+        arg=[EMBEDDING, msprobe_fill],
+    )
+    assert viewer.label_color("NPU", EMBEDDING) != msprobe_fill  # it passes here
+    first = _first_error(viewer)
+    assert first.startswith(MLP)
+    page.locator('#precision-filters input[value="error"]').check()
+    page.locator(f'#filter-results .result-row[data-name^="{MLP}"]').first.wait_for()
+    shown = page.locator("#filter-results").inner_text()
+    listed = [line for line in shown.splitlines() if line.startswith(("Module.", "Functional."))]
+    assert len(listed) == 1 and listed[0].startswith(MLP), shown  # msprobe's: every bf16 node
+    assert shown != msprobe_total
+    viewer.shot("dtype-aware-first-error")
+    # the address keeps the rule set: a reload opens the same view
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
+    assert page.locator("#rules-select").input_value() == "dtype-aware"
+
+
+def test_the_detail_panel_shows_band_beside_difference(rules_viewer: Viewer) -> None:
+    viewer, page = rules_viewer, rules_viewer.page
+    viewer.open(graph="scaled", rules="dtype-aware")
+    first = _first_error(viewer)
+    section = page.locator("#details #rule-verdict")
+    section.wait_for()
+    text = section.inner_text()
+    assert "Noise band" in text and "Measured d" in text
+    assert "introduced here" in text
+    introducing = section.locator("tr.introduces").all_inner_texts()
+    # the out projection's weight and bias, both 5% off: each beyond its one rounding
+    assert sorted(text.split()[0] for text in introducing) == [
+        "parameters.bias",
+        "parameters.weight",
+    ]
+    assert first.startswith(MLP)
+    viewer.row("NPU", EMBEDDING).click()
+    page.wait_for_function(
+        "() => (document.querySelector('#details #rule-verdict .rule-summary')?.textContent || '').startsWith('pass')"
+    )
+    page.locator("#rules-select").select_option("msprobe")
+    viewer.row("NPU", EMBEDDING).click()
+    page.locator("#details .detail-section").first.wait_for()
+    assert page.locator("#details #rule-verdict").count() == 0
