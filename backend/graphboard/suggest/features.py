@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import NodeType
@@ -33,8 +33,7 @@ _CLASS_SYNONYMS = {"dense": "linear", "conv1d": "linear", "rmsnorm": "norm", "la
 _DIRECTIONS = ("forward", "backward", "parameters_grad")
 
 
-@dataclass(frozen=True, slots=True)
-class Tensor:
+class Tensor(NamedTuple):
     role: Role
     dtype: str | None
     shape: tuple[int, ...] | None
@@ -42,8 +41,7 @@ class Tensor:
     mean: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class Features:
+class Features(NamedTuple):
     kind: int  # NodeType
     direction: str  # forward | backward | parameters_grad | "" (a collection)
     label: str  # normalised class (a module) or operation (an API)
@@ -61,7 +59,9 @@ class Features:
 
 
 def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if type(value) is float:  # nearly every statistic: the quick way first
+        return value if math.isfinite(value) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     number = float(value)
     return number if math.isfinite(number) else None
@@ -98,7 +98,7 @@ def _split_name(name: str, kind: int) -> tuple[str, str, str, str]:
 
 
 def _tensor(param: Param) -> Tensor:
-    shape = tuple(int(n) for n in param.shape) if param.shape is not None else None
+    shape = param.shape  # the reader's tuple of ints
     return Tensor(param.role, param.dtype, shape, _number(param.norm), _number(param.mean))
 
 

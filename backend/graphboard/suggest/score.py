@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from graphboard.graph.model import NodeType
 from graphboard.suggest.features import Features, Tensor
@@ -24,15 +24,13 @@ _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _STAT_SCALE = 20.0  # a relative difference of 5% costs 1 - 1/e of the statistics' share
 
 
-@dataclass(frozen=True, slots=True)
-class Position:
-    index: int  # among the parent's unmatched children of the same bucket (or label)
-    count: int
+class Position(NamedTuple):
+    place: int  # among the parent's unmatched children of the same bucket (or label)
+    of: int
     among: str | None = None  # what they are, when not the whole bucket: "Torch.softmax calls"
 
 
-@dataclass(frozen=True, slots=True)
-class Scored:
+class Scored(NamedTuple):
     confidence: float
     reasons: tuple[str, ...]
 
@@ -66,11 +64,11 @@ def words(name: str) -> set[str]:
 
 def _position(t: Position, g: Position, f: Features) -> tuple[float, str]:
     among = t.among or f"{_kind_word(f)}s"
-    if t.index == g.index and t.count == g.count:
-        return 1.0, f"both the {_ordinal(t.index + 1)} of {t.count} {among} there"
-    drift = abs(t.index / max(t.count, 1) - g.index / max(g.count, 1))
+    if t.place == g.place and t.of == g.of:
+        return 1.0, f"both the {_ordinal(t.place + 1)} of {t.of} {among} there"
+    drift = abs(t.place / max(t.of, 1) - g.place / max(g.of, 1))
     return max(0.0, 0.8 - 2 * drift), (
-        f"{_ordinal(t.index + 1)} of {t.count} vs {_ordinal(g.index + 1)} of {g.count} {among}"
+        f"{_ordinal(t.place + 1)} of {t.of} vs {_ordinal(g.place + 1)} of {g.of} {among}"
     )
 
 
