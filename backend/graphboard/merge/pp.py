@@ -31,17 +31,17 @@ class _PipelineMerge:
         self.marks: dict[Node, Mark] = {}
         self.split: set[str] = set()  # main's pipeline-split nodes, by name
 
-    def mark(self, node: Node, rank: int) -> None:
-        """Note a node (and its subtree) of another stage with its position and rank."""
-        stack = [node]
+    def mark(self, node: Node, rank: int, position: int) -> None:
+        """Note a node (and its subtree) of another stage with its position and rank; each
+        child's position is its index among its siblings, counted once per parent."""
+        stack = [(node, position)]
         while stack:
-            current = stack.pop()
-            siblings = current.parent.children if current.parent is not None else [current]
-            self.marks[current] = (siblings.index(current), rank)
-            stack.extend(current.children)
+            current, place = stack.pop()
+            self.marks[current] = (place, rank)
+            stack.extend(enumerate_children(current))
 
-    def adopt(self, node: Node, parent: Node, rank: int) -> None:
-        self.mark(node, rank)
+    def adopt(self, node: Node, position: int, parent: Node, rank: int) -> None:
+        self.mark(node, rank, position)
         node.parent = None
         node.attach(parent)
 
@@ -59,7 +59,8 @@ class _PipelineMerge:
         if split and node.parent is not None:
             self.split.add(node.name)
             for other, rank in counterparts:
-                self.adopt(other, node.parent, rank)
+                position = other.parent.children.index(other) if other.parent else 0
+                self.adopt(other, position, node.parent, rank)
             return
         last = counterparts[-1][0]
         if not inputs and outputs and ".forward." in node.name:
@@ -77,8 +78,13 @@ class _PipelineMerge:
         ]
         for index, (other, rank) in enumerate(counterparts, start=1):
             elsewhere = set().union(*(names[:index] + names[index + 1 :]))
-            for child in [child for child in other.children if child.name not in elsewhere]:
-                self.adopt(child, node, rank)
+            unique = [
+                (position, child)
+                for position, child in enumerate(other.children)
+                if child.name not in elsewhere
+            ]
+            for position, child in unique:
+                self.adopt(child, position, node, rank)
 
     def order_and_rename(self, start: Node) -> None:
         stack = [start]
@@ -121,6 +127,10 @@ class _PipelineMerge:
                     node.name = rank_name(node.name, mark[1])
                 self.main.nodes[node.name] = node
             stack.extend(node.children)
+
+
+def enumerate_children(node: Node) -> list[tuple[Node, int]]:
+    return [(child, position) for position, child in enumerate(node.children)]
 
 
 def _with(node: Node, last: Node, take_outputs: bool) -> list[Param]:
