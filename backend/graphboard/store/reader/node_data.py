@@ -8,6 +8,7 @@ stored ones wherever they are read, except :meth:`NodeData.stored_data`, which i
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -52,6 +53,7 @@ class NodeData(NodeSummaries):
     """Nodes' stored dicts, as the node view and the whole-graph tables read them."""
 
     _typed_params: bool | None = None  # see _has_typed_params
+    _row_cache: OrderedDict[tuple[str, int], dict[int, list[Param]]] | None = None
 
     def _node_row(
         self, key: GraphKey, name: str, columns: str, join: str = ""
@@ -164,9 +166,27 @@ class NodeData(NodeSummaries):
                 continue
             first = int(row[0])
             if first not in decoded:
-                (data,) = self.conn.execute(_ROW_DATA, (graph_id, first)).fetchone()
-                decoded[first] = param_table.decode(data)
+                decoded[first] = self._decoded_row(graph_id, first)
             found[order] = decoded[first].get(order, [])
+        return found
+
+    def _decoded_row(self, graph_id: str, first: int) -> dict[int, list[Param]]:
+        """One gb_params row decoded, the last few kept for this open file: a manual match of
+        many pairs (a .vis.config, accepted suggestions) reads neighbours' parameters one node
+        at a time, and decoding the row each time cost ~5 ms a node. gb_params never changes
+        in a built file (matching writes only its own tables); the Params are shared, not
+        copied, so callers must not change them."""
+        if self._row_cache is None:
+            self._row_cache = OrderedDict()
+        key = (graph_id, first)
+        found = self._row_cache.get(key)
+        if found is None:
+            (data,) = self.conn.execute(_ROW_DATA, (graph_id, first)).fetchone()
+            found = self._row_cache[key] = param_table.decode(data)
+            if len(self._row_cache) > _ROWS_KEPT:
+                self._row_cache.popitem(last=False)
+        else:
+            self._row_cache.move_to_end(key)
         return found
 
     def stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
@@ -262,6 +282,7 @@ _FIRST_ORDERS = (
     f"SELECT first_order FROM main.{param_table.TABLE} WHERE graph_id = ? ORDER BY first_order"
 )
 _MANY_ORDERS = 256
+_ROWS_KEPT = 16  # decoded gb_params rows kept per open file (256 nodes' parameters each)
 
 
 def _dict_or_empty(value: Any) -> dict[str, Any]:
