@@ -212,7 +212,13 @@ def judge_node(
             entries.append((row, is_output, Verdict.ERROR, None, None, problem, is_output))
             carried = carried or not is_output
             continue
-        difference = _difference(row, mode)
+        difference = (
+            _difference(row, mode)
+            if mode is not DataMode.SUMMARY
+            else statistics_difference(target, golden)
+        )
+        if difference is None:
+            difference = _difference(row, mode)  # equal text or bool statistics: 0
         if difference is None:
             entries.append((row, is_output, Verdict.WARNING, None, None, MSG_NO_NUMBERS, False))
         elif is_output:
@@ -224,7 +230,7 @@ def judge_node(
                 # this node's error
                 band = MARGIN * roundoff
                 entries.append((row, False, Verdict.ERROR, difference, band, MSG_WEIGHT, True))
-            else:
+            elif explain:  # a passing input: only the detail panel lists it
                 entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
     largest_output = 0.0
     for row, difference, roundoff in outputs:
@@ -232,7 +238,8 @@ def judge_node(
         if difference > largest_output:
             largest_output = difference
         if difference <= band:
-            entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
+            if explain:
+                entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
         else:
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
     return _node_of(entries, input_difference, largest_output, carried, explain)

@@ -119,16 +119,15 @@ def statistics_difference(target: Param, golden: Param) -> float | None:
         and g_norm.__class__ is float
         and _isfinite(t_max + t_min + t_mean + t_norm + g_max + g_min + g_mean + g_norm)
     ):
-        magnitude = max(abs(t_max), abs(t_min), abs(g_max), abs(g_min))
+        # max |x| is max(Max, -Min) (Max >= Min): four comparisons instead of four abs()
+        magnitude = max(t_max, -t_min, g_max, -g_min)
         norm = t_norm if t_norm > g_norm else g_norm
-        if magnitude == 0.0 or norm == 0.0:
+        if magnitude <= 0.0 or norm == 0.0:
             return _general(target, golden)
-        rms = norm / _sqrt(_numel(golden.shape))
         return max(
-            abs(t_max - g_max) / magnitude,
-            abs(t_min - g_min) / magnitude,
+            max(abs(t_max - g_max), abs(t_min - g_min)) / magnitude,
             abs(t_norm - g_norm) / norm,
-            abs(t_mean - g_mean) / rms,
+            abs(t_mean - g_mean) * _sqrt(_numel(golden.shape)) / norm,  # over the rms
         )
     return _general(target, golden)
 
