@@ -47,6 +47,11 @@ def test_fused_projections_are_flagged_not_paired(fused_compare: Path, cache_dir
         group = flagged[target]
         assert {name.split(".")[2] for name in group.golden} == parts
         assert "does the work of" in group.reason and 0 < group.confidence <= 1
+    # inside a fused group its children fuse alike: parameters_grad, the linear call
+    grads = flagged[("Module.attention.qkv.Linear.parameters_grad.0",)]
+    assert {name.split(".")[2] for name in grads.golden} == {"q", "k", "v"}
+    assert grads.reason.startswith("inside fused Module.attention.qkv.Linear.backward.0; ")
+    assert len(flagged[("Functional.linear.0.forward",)].golden) == 3
     paired = {s.target for s in found.suggestions} | {s.golden for s in found.suggestions}
     assert not any(".qkv." in n or ".gate_up." in n or ".q.Linear" in n for n in paired)
     # the rest of the layer still pairs: proj with proj, down with down

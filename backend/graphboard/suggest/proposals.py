@@ -156,6 +156,23 @@ class _Walk:
         self.fused.append((t_parts, g_parts, round(0.9 * (0.6 + 0.4 * parent), 4), reason))
         self.taken.update(g_parts)
         self.proposed.update(dict.fromkeys(t_parts, -1))
+        self._fused_children(t_parts, g_parts, f"inside fused {one[0].names[one[1]]}", parent)
+
+    def _fused_children(
+        self, t_parts: tuple[int, ...], g_parts: tuple[int, ...], where: str, parent: float
+    ) -> None:
+        """Inside a fused group the children fuse alike (the fused qkv's parameters_grad and
+        its linear call against those of q, k and v): flagged the same way, bucket by bucket."""
+        t_buckets = self._buckets(
+            self.t, [c for p in t_parts for c in self._grey(self.t, p, self.proposed)]
+        )
+        g_buckets = self._buckets(
+            self.g, [c for p in g_parts for c in self._grey(self.g, p, self.taken)]
+        )
+        for bucket, t_orders in t_buckets.items():
+            g_orders = g_buckets.get(bucket, [])
+            if g_orders and len(t_orders) != len(g_orders):
+                self._flag_fused(t_orders, g_orders, where, parent)
 
     def run(self, starts: Iterable[tuple[int, int, float]]) -> None:
         todo = deque(starts)
