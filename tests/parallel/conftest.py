@@ -12,7 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from parallel_dumps import LAYOUTS, DumpFn, ParallelDump, ReferenceFn, make_dump
+from parallel_dumps import (
+    LAYOUTS,
+    CompareFn,
+    DumpFn,
+    ParallelDump,
+    ReferenceFn,
+    compare_flags,
+    make_dump,
+)
 
 from msprobe_runner import graph_visualize
 
@@ -43,5 +51,24 @@ def parallel_reference(parallel_dump: DumpFn) -> ReferenceFn:
                 out, "-tp", str(made.root), *made.layout.merge_flags()
             )
         return cache[name, level]
+
+    return reference
+
+
+@pytest.fixture(scope="session")
+def parallel_compare_reference(parallel_dump: DumpFn) -> CompareFn:
+    """msprobe's merged compare of two layouts' dumps (``--rank_size a b --tp a b --pp a b``)."""
+    cache: dict[tuple[str, str, str], Path] = {}
+
+    def reference(target: str, golden: str, level: str = "mix") -> Path:
+        if (target, golden, level) not in cache:
+            made, against = parallel_dump(target, level), parallel_dump(golden, level)
+            out = made.root.parent / f"msprobe-vs-{golden}"
+            out.mkdir()
+            flags = compare_flags(made.layout, against.layout)
+            cache[target, golden, level] = graph_visualize(
+                out, "-tp", str(made.root), "-gp", str(against.root), *flags
+            )
+        return cache[target, golden, level]
 
     return reference

@@ -163,17 +163,6 @@ class ReduceScatterToSequenceParallel(torch.autograd.Function):
         return _all_gather(grad, 0, ctx.par), None
 
 
-class ScatterToSequenceParallel(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx: Any, tensor: torch.Tensor, par: Parallel) -> torch.Tensor:
-        ctx.par = par
-        return _split(tensor, 0, par)
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        return _all_gather(grad, 0, ctx.par), None
-
-
 class GatherFromTensorParallel(torch.autograd.Function):
     """The last dim gathered forward (output_layer's gather_output), split backward."""
 
@@ -260,9 +249,12 @@ class VocabParallelEmbedding(nn.Module):
         self.weight = nn.Parameter(_split(full, 0, par))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        outside = (tokens < self.start) | (tokens >= self.start + self.per_rank)
-        local = (tokens - self.start).masked_fill(outside, 0)
-        embedded = F.embedding(local, self.weight).masked_fill(outside.unsqueeze(-1), 0.0)
+        if self.par.tp > 1:  # as Megatron, only a sharded vocabulary masks the other ranks' ids
+            outside = (tokens < self.start) | (tokens >= self.start + self.per_rank)
+            local = (tokens - self.start).masked_fill(outside, 0)
+            embedded = F.embedding(local, self.weight).masked_fill(outside.unsqueeze(-1), 0.0)
+        else:
+            embedded = F.embedding(tokens, self.weight)
         embedded = embedded.transpose(0, 1).contiguous()  # [s, b, h] as Megatron
         if self.par.sequence_parallel:
             return ReduceScatterToSequenceParallel.apply(embedded, self.par)

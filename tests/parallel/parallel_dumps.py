@@ -71,6 +71,14 @@ class ParallelDump:
 
 DumpFn = Callable[[str, str], ParallelDump]
 ReferenceFn = Callable[[str, str], Path]
+CompareFn = Callable[[str, str, str], Path]
+
+
+def compare_flags(target: Layout, golden: Layout) -> list[str]:
+    """msprobe graph_visualize's merge flags for a compare: two values each, target first."""
+    pairs = (("--rank_size", target.ranks, golden.ranks), ("--tp", target.tp, golden.tp))
+    pairs += (("--pp", target.pp, golden.pp),)
+    return [item for flag, first, second in pairs for item in (flag, str(first), str(second))]
 
 
 def _torchrun() -> Path:

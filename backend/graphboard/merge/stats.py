@@ -45,7 +45,7 @@ def _close(main: Stat, other: Stat, uncertain: bool) -> bool:
     if not uncertain:
         return first == second
     difference = abs(first - second)
-    if math.isnan(difference):
+    if math.isnan(difference):  # as msprobe: inf - inf is NaN, so two infinities differ
         return math.isnan(first) and math.isnan(second)
     if math.isinf(difference):
         return math.isinf(first) and math.isinf(second)

@@ -95,24 +95,31 @@ def _differing(
     return differing
 
 
-def _record(
-    merges: Merges,
-    node: Node,
-    others: Sequence[Node],
-    ranks: Mapping[Node, int],
-    shards: dict[str, list[Param]],
-) -> None:
-    """Merge ``shards`` into ``node`` and note how, keeping each rank's statistics first."""
-    merge = merges.setdefault(node.name, NodeMerge())
-    used = [ranks[node], *(ranks[other] for other in others)]
-    merge.info.append(f"{TP_MERGED}{used}.")
-    for key, params in shards.items():
-        merge.ranks[key] = [
-            (rank, param.max, param.min, param.mean, param.norm)
-            for rank, param in zip(used, params, strict=False)
-        ]
-    for key, params in shards.items():
-        merge.info.extend(merge_shards(key, params))
+@dataclass(slots=True)
+class _Group:
+    """One TP merge: the other ranks' graphs, the rank each node was dumped on, the stage
+    mapping after a pipeline merge (see _counterparts), and the merges made so far."""
+
+    others: Sequence[Graph]
+    ranks: Mapping[Node, int]
+    mapping: Mapping[int, Sequence[int]] | None
+    merges: Merges = field(default_factory=dict)
+
+    def counterparts(self, node: Node) -> list[Node]:
+        return _counterparts(node, self.others, self.mapping)
+
+    def record(self, node: Node, others: Sequence[Node], shards: dict[str, list[Param]]) -> None:
+        """Merge ``shards`` into ``node`` and note how, keeping each rank's statistics first."""
+        merge = self.merges.setdefault(node.name, NodeMerge())
+        used = [self.ranks[node], *(self.ranks[other] for other in others)]
+        merge.info.append(f"{TP_MERGED}{used}.")
+        for key, params in shards.items():
+            merge.ranks[key] = [
+                (rank, param.max, param.min, param.mean, param.norm)
+                for rank, param in zip(used, params, strict=False)
+            ]
+        for key, params in shards.items():
+            merge.info.extend(merge_shards(key, params))
 
 
 def _linear_kind(node: Node) -> tuple[bool, bool, bool]:
@@ -134,13 +141,7 @@ def _reduce_input(node: Node) -> Param | None:
     return inputs[position] if len(inputs) > position else None
 
 
-def _matmul_from_reduce(
-    node: Node,
-    others: Sequence[Graph],
-    ranks: Mapping[Node, int],
-    merges: Merges,
-    mapping: Mapping[int, Sequence[int]] | None,
-) -> None:
+def _matmul_from_reduce(node: Node, group: _Group) -> None:
     """A Row (forward) or Column (backward) layer's matmuls: each takes its output's statistics
     from the first reduce whose input is exactly that output, its inputs TP-merged."""
     row_forward, column_backward, _ = _linear_kind(node)
@@ -159,15 +160,15 @@ def _matmul_from_reduce(
                 continue
             if not same_statistics(outputs[0], reduce_input, uncertain=False):
                 continue
-            counterparts = _counterparts(matmul, others, mapping)
+            counterparts = group.counterparts(matmul)
             inputs, _ = _differing(matmul, counterparts, compare=True)
             if inputs:
-                _record(merges, matmul, counterparts, ranks, inputs)
+                group.record(matmul, counterparts, inputs)
             source = reduce_outputs[0]
             output = outputs[0]
             output.max, output.min = source.max, source.min
             output.mean, output.norm = source.mean, source.norm
-            merge = merges.setdefault(matmul.name, NodeMerge())
+            merge = group.merges.setdefault(matmul.name, NodeMerge())
             merge.info.append(
                 f"The output of this data is merged from {source.full_name(reduce.name)}"
             )
@@ -175,15 +176,9 @@ def _matmul_from_reduce(
             break
 
 
-def _column_to_row(
-    node: Node,
-    others: Sequence[Graph],
-    ranks: Mapping[Node, int],
-    merges: Merges,
-    mapping: Mapping[int, Sequence[int]] | None,
-) -> None:
+def _column_to_row(node: Node, group: _Group) -> None:
     """Force-merge a forward Column layer's siblings up to the last Row layer after it."""
-    if node.name in merges or not _linear_kind(node)[2] or node.parent is None:
+    if node.name in group.merges or not _linear_kind(node)[2] or node.parent is None:
         return
     siblings = node.parent.children
     start = siblings.index(node)
@@ -196,9 +191,9 @@ def _column_to_row(
     while stack:
         current = stack.pop()
         stack.extend(reversed(current.children))
-        if current.name in merges or current.name.startswith("Distributed"):
+        if current.name in group.merges or current.name.startswith("Distributed"):
             continue
-        counterparts = _counterparts(current, others, mapping)
+        counterparts = group.counterparts(current)
         inputs, outputs = _differing(current, counterparts, compare=False)
         if not (inputs or outputs):
             continue
@@ -208,7 +203,7 @@ def _column_to_row(
         elif current is row or (inside and current.parent is row):
             outputs = {}
             inputs.pop("parameters.bias", None)
-        _record(merges, current, counterparts, ranks, {**inputs, **outputs})
+        group.record(current, counterparts, {**inputs, **outputs})
 
 
 def merge_tp(
@@ -221,9 +216,8 @@ def merge_tp(
     rank first) into ``graphs[0]``; return how each merged node was made. ``mapping``: after
     a pipeline merge, a stage's rank to the ranks of its TP peers (see _counterparts);
     ``node_ranks``: the rank each node was dumped on, where a pipeline merge moved some."""
-    merges: Merges = {}
     if len(graphs) < 2:
-        return merges
+        return {}
     main, others = graphs[0], graphs[1:]
     if node_ranks is None:
         node_ranks = {
@@ -231,6 +225,7 @@ def merge_tp(
             for graph, rank in zip(graphs, ranks, strict=True)
             for node in graph.nodes.values()
         }
+    group = _Group(others, node_ranks, mapping)
     for node in main.walk():  # a module before its children: its matmuls are its to merge
         parent = node.parent
         if (
@@ -238,14 +233,14 @@ def merge_tp(
             or parent.type is not NodeType.MODULE
             or parent.name in UNMERGED_PARENTS
             or node.name.startswith("Distributed")
-            or node.name in merges
+            or node.name in group.merges
         ):
             continue
-        _matmul_from_reduce(node, others, node_ranks, merges, mapping)
-        counterparts = _counterparts(node, others, mapping)
+        _matmul_from_reduce(node, group)
+        counterparts = group.counterparts(node)
         inputs, outputs = _differing(node, counterparts, compare=True)
         if inputs or outputs:
-            _record(merges, node, counterparts, node_ranks, {**inputs, **outputs})
+            group.record(node, counterparts, {**inputs, **outputs})
     for node in list(main.walk()):
-        _column_to_row(node, others, node_ranks, merges, mapping)
-    return merges
+        _column_to_row(node, group)
+    return group.merges
