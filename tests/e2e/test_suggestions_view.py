@@ -1,6 +1,7 @@
 """The Match tab's Suggestions list in a real browser, on the layer-mapping compare built
 without -lm (its renamed classifier grey): proposals with confidence and reason, reject one
-(gone, and not proposed again), accept one, accept all above, accepted pairs matched by hand."""
+(gone, and not proposed again), accept one, accept all above, accepted pairs matched by hand;
+and on a fused-qkv model against a split one, the fused nodes listed apart."""
 
 from __future__ import annotations
 
@@ -24,8 +25,15 @@ LAST = ("Module.classifier.3.Linear.forward.0", "Module.head.3.Linear.forward.0"
 def server(built: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """This module's own server (the conftest's viewer opens it): accepting writes to the
     file, which the other browser tests must find as built."""
+    from graphboard.build import BuildOptions, run_build
+    from suggest.fused_models import dump
+
     data = tmp_path_factory.mktemp("suggest-data")
     shutil.copyfile(built("layer-mapping", compare=True), data / "lm.vis.db")
+    work = tmp_path_factory.mktemp("suggest-fused")
+    target, golden = dump(work / "target", fused=True), dump(work / "golden", fused=False)
+    fused = run_build(BuildOptions(target=target, golden=golden, output_dir=work / "out")).path
+    shutil.copyfile(fused, data / "fused.vis.db")
     state = tmp_path_factory.mktemp("suggest-state")
     with live_server(Settings(data_dir=data, state_dir=state)) as base:
         yield base
@@ -75,3 +83,14 @@ def test_suggestions_accept_reject_and_accept_all(viewer: Viewer) -> None:
     _label_is(viewer, LAST[0], grey=True)  # rejected, so neither proposed nor accepted
     assert _item(viewer, LAST).count() == 0
     viewer.shot("21-suggestions-accepted")
+
+
+def test_fused_nodes_are_listed_apart(viewer: Viewer) -> None:
+    viewer.open(graph="fused")
+    page = viewer.page
+    page.locator("#tab-match").click()
+    fused = page.locator("#fused-list li", has_text="Module.attention.qkv.Linear.forward.0").first
+    fused.wait_for()
+    assert "Module.attention.q.Linear.forward.0" in fused.inner_text()
+    assert "does the work of 3 nodes" in fused.inner_text()
+    assert fused.locator("button").count() == 0  # flagged, never accepted as a pair

@@ -24,6 +24,7 @@ export class SuggestionsPanel {
   constructor(host, { api, t, context, run, changed, onPick, say }) {
     Object.assign(this, { host, api, t, context, run, changed, onPick, say });
     this.suggestions = [];
+    this.fused = [];
     this.writable = false;
     this.build();
   }
@@ -35,12 +36,16 @@ export class SuggestionsPanel {
     this.refreshButton = el('button', { type: 'button', id: 'suggest-refresh', onclick: () => this.load() }, t('suggest.refresh'));
     this.count = el('p', { className: 'muted small', id: 'suggest-count' });
     this.list = el('ol', { className: 'suggestion-list', id: 'suggestion-list' });
+    this.fusedTitle = el('h5', { hidden: true }, t('suggest.fused'));
+    this.fusedList = el('ul', { className: 'suggestion-list', id: 'fused-list', hidden: true });
     setChildren(
       this.host,
       el('h4', {}, t('suggest.title')),
       el('div', { className: 'button-row' }, el('label', { className: 'toggle' }, t('suggest.minimum'), ' ', this.minimum), this.acceptAllButton, this.refreshButton),
       this.count,
       this.list,
+      this.fusedTitle,
+      this.fusedList,
     );
   }
 
@@ -53,6 +58,7 @@ export class SuggestionsPanel {
   async load() {
     const { file, graph, step, rank } = this.context();
     this.suggestions = [];
+    this.fused = [];
     if (!graph || file?.config?.graph_type !== 'compare') {
       this.draw();
       return;
@@ -60,6 +66,7 @@ export class SuggestionsPanel {
     try {
       const found = await this.api.suggestions(graph, { step, rank, minConfidence: 0 });
       this.suggestions = found.suggestions;
+      this.fused = found.fused ?? [];
     } catch (error) {
       this.count.textContent = error.message;
       this.list.replaceChildren();
@@ -77,6 +84,19 @@ export class SuggestionsPanel {
     const { rows, total } = visibleSuggestions(this.suggestions, this.minimumValue());
     this.count.textContent = this.t('suggest.count', { shown: rows.length, total });
     this.list.replaceChildren(...rows.map((item) => this.row(item)));
+    // fused nodes: one for several on the other side, shown for what they are, never paired
+    const fused = visibleSuggestions(this.fused, this.minimumValue()).rows;
+    this.fusedTitle.hidden = this.fusedList.hidden = fused.length === 0;
+    this.fusedList.replaceChildren(
+      ...fused.map((item) =>
+        el(
+          'li',
+          { className: 'suggestion fused' },
+          el('div', { className: 'suggestion-pair' }, item.target.join(', '), el('span', { className: 'muted' }, ' ⇉ '), item.golden.join(', ')),
+          el('p', { className: 'muted small suggestion-reason' }, `${percent(item.confidence)} · ${item.reason}`),
+        ),
+      ),
+    );
   }
 
   row(item) {
