@@ -148,16 +148,25 @@ def test_graph_build_auto_match(renamed: Callable[[int], RenamedCompare], tmp_pa
 def test_refusals_are_one_line(renamed: Callable[[int], RenamedCompare], tmp_path: Path) -> None:
     root = renamed(2).renamed.parents[1]
     build = run_build(BuildOptions(target=root / "target", output_dir=tmp_path / "b")).path
+    junk = tmp_path / "junk.vis.db"
+    junk.write_text("not a database")
+    read_only = _copy(renamed(2).renamed, tmp_path / "ro")
+    read_only.chmod(0o444)
     cases = {
         (str(tmp_path / "none.vis.db"),): f"{tmp_path / 'none.vis.db'}: no such file",
+        (str(junk),): "junk.vis.db: not an SQLite database",
         (str(build),): f"{build.name}: a build of one run, not a compare: nothing to match",
         (str(renamed(2).renamed), "--step", "3"): (
             f"{renamed(2).renamed.name}: no compare graph at step 3, rank any"
+        ),
+        (str(read_only), "--apply"): (
+            f"{read_only.name}: the file is read-only; manual matches cannot be saved"
         ),
     }
     for args, message in cases.items():
         run = graphboard_command("suggest-matches", *args)
         assert run.returncode == 1
         assert run.stderr.splitlines() == [f"graphboard: error: {message}"], run.stderr
+    read_only.chmod(0o644)
     bad = graphboard_command("suggest-matches", build, "--min-confidence", "2")
     assert bad.returncode == 2 and "a confidence from 0 to 1, not '2'" in bad.stderr

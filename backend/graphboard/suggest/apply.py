@@ -12,6 +12,7 @@ from pathlib import Path
 from graphboard.errors import GraphboardError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import matching
+from graphboard.server.errors import ApiError
 from graphboard.server.settings import Settings
 from graphboard.store.reader import VisDb, open_vis_db
 from graphboard.suggest.proposals import Fused, Proposals, Suggestion, propose
@@ -73,6 +74,17 @@ def accept(
     ]
 
 
+def accept_in_command(
+    path: Path, settings: Settings, suggestions: Sequence[Suggestion]
+) -> list[matching.Outcome]:
+    """:func:`accept` for a command line: the server's refusals (a read-only file, matching
+    turned off) become the command's one-line error."""
+    try:
+        return accept(path, settings, suggestions) if suggestions else []
+    except ApiError as error:
+        raise GraphboardError(str(error)) from None
+
+
 @contextmanager
 def local_settings(path: Path) -> Iterator[Settings]:
     """Settings of a command run on one file: its folder as the data dir, derived files of
@@ -87,5 +99,5 @@ def auto_match(path: Path, min_confidence: float) -> tuple[int, int]:
     with local_settings(path) as settings:
         with open_vis_db(path, settings.cache_dir) as db:
             chosen, _fused = above(propose_all(db), min_confidence)
-        outcomes = accept(path, settings, chosen) if chosen else []
+        outcomes = accept_in_command(path, settings, chosen)
     return sum(len(o.pairs) for o in outcomes), sum(len(o.skipped) for o in outcomes)

@@ -17,7 +17,7 @@ from typing import Any
 
 from graphboard.errors import GraphboardError
 from graphboard.store.reader import open_vis_db
-from graphboard.suggest.apply import above, accept, local_settings, propose_all
+from graphboard.suggest.apply import above, accept_in_command, local_settings, propose_all
 from graphboard.suggest.proposals import DEFAULT_MIN_CONFIDENCE, Fused, Suggestion
 
 PROG = "graphboard suggest-matches"
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             chosen, fused = above(propose_all(db, args.step, args.rank), args.min_confidence)
         if args.export is not None:
             _export(args.export, chosen)
-        outcomes = accept(path, settings, chosen) if args.apply and chosen else []
+        outcomes = accept_in_command(path, settings, chosen) if args.apply else []
     matched = sum(len(outcome.pairs) for outcome in outcomes)
     refused = [
         {"target": item.target, "golden": item.golden, "reason": item.reason}
