@@ -170,3 +170,31 @@ def test_refusals_are_one_line(renamed: Callable[[int], RenamedCompare], tmp_pat
     read_only.chmod(0o644)
     bad = graphboard_command("suggest-matches", build, "--min-confidence", "2")
     assert bad.returncode == 2 and "a confidence from 0 to 1, not '2'" in bad.stderr
+
+
+def test_every_step_and_rank_of_a_real_ddp_dump(tmp_path: Path, cache_dir: Path) -> None:
+    """msprobe's own 2-rank, 2-step dump (convnet-ddp2) with its golden renamed: proposals for
+    each (step, rank), right by the renaming; --export wants one of them."""
+    from fixture_cases import fixture_path
+    from renamed_dumps import Renaming, rename_dump
+
+    renaming = Renaming(
+        segments={"stem": "backbone", "head": "classifier"},
+        classes={"ResidualBlock": "BasicBlock"},
+    )
+    case = fixture_path("convnet-ddp2")
+    golden = rename_dump(case / "golden", tmp_path / "golden", renaming)
+    path = run_build(BuildOptions(target=case / "target", golden=golden, output_dir=tmp_path)).path
+    run = graphboard_command("suggest-matches", path, "--json")
+    assert run.returncode == 0, run.stderr
+    shown = json.loads(run.stdout)["suggestions"]
+    assert {(s["step"], s["rank"]) for s in shown} == {(0, 0), (0, 1), (1, 0), (1, 1)}
+    assert all(renaming.name(s["target"]) == s["golden"] for s in shown)
+    refused = graphboard_command("suggest-matches", path, "--export", tmp_path / "x.vis.config")
+    assert refused.returncode == 1 and "give --step and --rank" in refused.stderr
+    one = tmp_path / "one.vis.config"
+    run = graphboard_command("suggest-matches", path, "--step", "1", "--rank", "1", "--export", one)
+    assert run.returncode == 0, run.stderr
+    assert set(json.loads(one.read_text()).values()) == {
+        s["golden"] for s in shown if (s["step"], s["rank"]) == (1, 1)
+    }
