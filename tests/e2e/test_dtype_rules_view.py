@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from browser_support import Viewer
 
 from ci_support import live_server
-from conftest import _viewer
 from dtype_dumps import Dumps, dtype_dumps
 from graphboard.server.settings import Settings
 
@@ -24,17 +22,13 @@ EMBEDDING = "Module.embed.Embedding.forward.0"
 
 
 @pytest.fixture(scope="module")
-def rules_server(dtype_dumps: Dumps, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server(dtype_dumps: Dumps, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This module's own server (conftest's ``viewer`` opens pages on it), over the compare."""
     data = tmp_path_factory.mktemp("dtype-rules-view")
     shutil.copyfile(dtype_dumps.compare("graphboard", "gpt", 2, "scaled"), data / "scaled.vis.db")
     state = tmp_path_factory.mktemp("dtype-rules-state")
     with live_server(Settings(data_dir=data, state_dir=state)) as base:
         yield base
-
-
-@pytest.fixture
-def rules_viewer(browser: Any, rules_server: str) -> Iterator[Viewer]:
-    yield from _viewer(browser, rules_server)
 
 
 def _first_error(viewer: Viewer) -> str:
@@ -45,8 +39,8 @@ def _first_error(viewer: Viewer) -> str:
     return str(selected.get_attribute("data-name"))
 
 
-def test_the_switch_changes_colours_filter_and_first_error(rules_viewer: Viewer) -> None:
-    viewer, page = rules_viewer, rules_viewer.page
+def test_the_switch_changes_colours_filter_and_first_error(viewer: Viewer) -> None:
+    page = viewer.page
     viewer.open(graph="scaled")
     viewer.row("NPU", EMBEDDING).wait_for()
     msprobe_fill = viewer.label_color("NPU", EMBEDDING)  # a bf16 node: msprobe's dtype error
@@ -77,8 +71,8 @@ def test_the_switch_changes_colours_filter_and_first_error(rules_viewer: Viewer)
     assert page.locator("#rules-select").input_value() == "dtype-aware"
 
 
-def test_the_detail_panel_shows_band_beside_difference(rules_viewer: Viewer) -> None:
-    viewer, page = rules_viewer, rules_viewer.page
+def test_the_detail_panel_shows_band_beside_difference(viewer: Viewer) -> None:
+    page = viewer.page
     viewer.open(graph="scaled", rules="dtype-aware")
     first = _first_error(viewer)
     section = page.locator("#details #rule-verdict")

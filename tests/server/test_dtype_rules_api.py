@@ -112,6 +112,10 @@ def test_verdict_cli_takes_the_rule_set(served: tuple[Path, str]) -> None:
     assert shown["rules"] == "dtype-aware" and shown["not_judged"] == 0
     assert shown["counts"]["error"] == 1 and shown["first_error"]["name"].startswith(MLP)
     assert shown["url"].endswith("&rules=dtype-aware")
+    worst = shown["first_error"]["worst_metric"]  # the working's deciding parameter
+    assert worst["parameter"] == "parameters.weight" and worst["metric"] == "d"
+    assert worst["value"] == pytest.approx(0.05 / 1.05, rel=1e-2)
+    assert worst["message"].startswith("error: a parameter differs by d 0.0476")
     assert default.returncode == 1  # msprobe's rules: far more than 0 errors
 
 

@@ -133,7 +133,7 @@ export class App {
 
   context() {
     const state = this.store.get();
-    return { graph: state.graph, step: state.step, rank: state.rank, microStep: state.microStep, file: state.file };
+    return { graph: state.graph, step: state.step, rank: state.rank, microStep: state.microStep, file: state.file, rules: state.rules };
   }
 
   get compare() {

@@ -14,6 +14,7 @@ from graphboard.errors import StoreError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import present
 from graphboard.server.jobs import schemas
+from graphboard.server.rule_explain import rule_worst_metric
 from graphboard.server.schemas import LevelName
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
@@ -165,7 +166,9 @@ def verdict(
             rank=key.rank,
             level=cast(LevelName, summary.introduced or summary.level or "error"),
             precision_index=summary.precision_index,
-            worst_metric=worst_metric(db, key, summary),
+            worst_metric=worst_metric(db, key, summary)
+            if rules == "msprobe"
+            else rule_worst_metric(db, key, summary.name),
         )
         url = viewer_url(graph, key, summary.name)
     found = schemas.VerdictOut(

@@ -7,15 +7,12 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import Field
 
-from graphboard.compare.dtype_explain import explain_node
-from graphboard.compare.dtype_graph import forward_twin
-from graphboard.dump.records import Param
-from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.graph.model import TARGET_SIDE
 from graphboard.server import schemas
 from graphboard.server.deps import ExistingGraph, GraphDb, NodeName
 from graphboard.server.errors import InvalidParameters, NotFound
+from graphboard.server.rule_explain import explain_stored
 from graphboard.server.schemas import ApiModel
-from graphboard.store.reader import GraphKey, VisDb
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
 
@@ -52,10 +49,6 @@ class RuleVerdictOut(ApiModel):
     note: str | None = Field(description="what the working leaves out (tensor mode)")
 
 
-def _params(db: VisDb, key: GraphKey, name: str) -> list[Param]:
-    return db.params(key, name) or []
-
-
 @router.get(
     "/{graph:path}/rule-verdict",
     response_model=RuleVerdictOut,
@@ -67,28 +60,12 @@ def rule_verdict(db: GraphDb, key: ExistingGraph, name: NodeName) -> RuleVerdict
     or introduces an error."""
     if key.side != TARGET_SIDE:
         raise InvalidParameters("verdicts are the target's: ask with side=NPU")
-    mode = db.config().mode
-    summary = db.summary(key, name)
-    if summary is None:
+    if db.summary(key, name) is None:
         raise NotFound(f"no node {name!r}", code="unknown_node")
-    golden_key = GraphKey(GOLDEN_SIDE, key.step, key.rank)
-    if mode is None or not summary.counterpart or not db.has_graph(golden_key):
-        raise NotFound(f"{name} has no counterpart to judge against", code="unmatched_node")
-    twin = None
-    twin_name = forward_twin(name)
-    if twin_name is not None:
-        twin_summary = db.summary(key, twin_name)
-        if twin_summary is not None and twin_summary.counterpart:
-            twin = (
-                twin_name,
-                _params(db, key, twin_name),
-                _params(db, golden_key, twin_summary.counterpart),
-            )
-    found = explain_node(
-        name, _params(db, key, name), _params(db, golden_key, summary.counterpart), mode, twin
-    )
+    found = explain_stored(db, key, name)
     if found is None:
-        raise NotFound(f"{name} has no parameters to judge", code="unscored_node")
+        raise NotFound(f"{name} has no counterpart or parameters to judge", code="unscored_node")
+    mode = db.config().mode
     db.use_rules("dtype-aware")
     stored = db.summary(key, name)
     return RuleVerdictOut(
@@ -112,6 +89,6 @@ def rule_verdict(db: GraphDb, key: ExistingGraph, name: NodeName) -> RuleVerdict
             for param in found.params
         ],
         note="tensor mode: worked from the statistics, the tensors are not read again"
-        if mode.value == "all"
+        if mode is not None and mode.value == "all"
         else None,
     )

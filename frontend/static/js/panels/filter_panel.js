@@ -52,10 +52,13 @@ export class FilterPanel {
     if (!compare) this.sideSelect.value = 'NPU';
     this.recolor();
     const stats = file?.graphs?.find((g) => g.side === this.side && g.step === step && g.rank === rank);
+    // The file listing counts by msprobe's rules; under another rule set the counts wait for
+    // the first filter, whose answer counts by it.
+    const ours = (this.context().rules ?? 'msprobe') === 'msprobe';
     this.setCounts({
-      pass: stats?.pass_count,
-      warning: stats?.warning_count,
-      error: stats?.error_count,
+      pass: ours ? stats?.pass_count : null,
+      warning: ours ? stats?.warning_count : null,
+      error: ours ? stats?.error_count : null,
       unmatched: stats?.unmatched,
     });
     this.results.reset(null, 'filter.choose');

@@ -1,0 +1,57 @@
+"""A stored target node's dtype-aware working, read through the reader: its parameters and its
+counterpart's (and a backward node's forward twin's) handed to compare/dtype_explain.py."""
+
+from __future__ import annotations
+
+from graphboard.compare.dtype_aware import NodeVerdict
+from graphboard.compare.dtype_explain import explain_node
+from graphboard.compare.dtype_graph import forward_twin
+from graphboard.graph.model import GOLDEN_SIDE
+from graphboard.server.jobs import schemas
+from graphboard.store.reader import GraphKey, VisDb
+
+
+def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
+    """None when the node is unknown, unmatched or has nothing to judge."""
+    mode = db.config().mode
+    summary = db.summary(key, name)
+    golden_key = GraphKey(GOLDEN_SIDE, key.step, key.rank)
+    if mode is None or summary is None or not summary.counterpart or not db.has_graph(golden_key):
+        return None
+    twin = None
+    twin_name = forward_twin(name)
+    twin_summary = db.summary(key, twin_name) if twin_name is not None else None
+    if twin_name is not None and twin_summary is not None and twin_summary.counterpart:
+        twin = (
+            twin_name,
+            db.params(key, twin_name) or [],
+            db.params(golden_key, twin_summary.counterpart) or [],
+        )
+    return explain_node(
+        name,
+        db.params(key, name) or [],
+        db.params(golden_key, summary.counterpart) or [],
+        mode,
+        twin,
+    )
+
+
+def rule_worst_metric(db: VisDb, key: GraphKey, name: str) -> schemas.WorstMetricOut | None:
+    """The parameter a node's dtype-aware verdict comes from, as the verdict's worst metric:
+    its measured d beside the band, and the reason."""
+    found = explain_stored(db, key, name)
+    deciding = found.deciding if found is not None else None
+    if deciding is None:
+        return None
+    shown = None
+    if deciding.difference is not None:
+        band = f", band {deciding.band:.3g}" if deciding.band is not None else ""
+        shown = f"{deciding.difference:.3g}{band}"
+    return schemas.WorstMetricOut(
+        parameter=deciding.key,
+        result=deciding.verdict.label,
+        metric="d" if deciding.difference is not None else None,
+        value=deciding.difference,
+        shown=shown,
+        message=deciding.reason,
+    )
