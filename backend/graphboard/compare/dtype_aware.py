@@ -27,8 +27,9 @@ RULES = ("msprobe", "dtype-aware")
 # The margin on first-order propagation (docs/dtype-aware.md §3): an output may differ by up
 # to MARGIN times its inputs' differences plus its own rounding before it introduces an error.
 MARGIN = 2.0
-# A node's own rounding, in unit roundoffs of its output: the result's rounding and that of
-# the one intermediate a fused kernel typically keeps in the narrow dtype.
+# A node's own rounding, in unit roundoffs of its output: the result's, one intermediate's a
+# fused kernel keeps in the narrow dtype, and two operands' that their statistics need not
+# show (docs/dtype-aware.md §3).
 OWN_ROUNDINGS = 4.0
 
 
@@ -86,8 +87,7 @@ class NodeVerdict:
 MSG_DTYPE = "error: dtypes differ and mixed precision does not explain it ({} against {})"
 MSG_SHAPE = "error: shapes differ"
 MSG_OVERFLOW = "error: the target holds inf or nan where the golden is finite"
-_ARGUMENTS = "error: arguments differ"
-MSG_SCALAR = _ARGUMENTS + " ({!r} against {!r})"  # formatted at once: {d} is not in it
+MSG_SCALAR = "error: arguments differ ({!r} against {!r})"  # formatted at once: no {d} in it
 MSG_ONLY = "warning: parameter only in the {}"
 MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
 MSG_MD5 = "not judged: md5 mode holds checksums, no numbers to set against a noise band"
@@ -96,7 +96,6 @@ MSG_BEYOND = "error: d {d:.3g} beyond the band {band:.3g} its inputs and own rou
 MSG_CARRIED = "carried in by an input"
 MSG_INPUT = "input: d {d:.3g} against its own roundoff {band:.3g}"
 MSG_WEIGHT = "error: a parameter differs by d {d:.3g}, beyond the {band:.3g} its rounding explains"
-MSG_INSIDE = "warning: differs beyond its band, but a node inside introduces it: {}"
 
 
 def _finite_pair(param: Param) -> bool:
@@ -119,22 +118,22 @@ def _value_of(param: Param) -> object:
     return param.value if param.value is not None else param.max
 
 
-def _structural(row: ParamRow) -> tuple[Verdict, str] | None:
-    """The checks before any number: presence, arguments, then a tensor's dtype, shape and
-    overflow (:func:`_tensor_problem`)."""
+def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
+    """(verdict, reason, arises here) of a row that is not two tensors: a parameter on one
+    side only, or an argument (a scalar, a string) whose values must agree."""
     target, golden = row.target, row.golden
     if target is None or golden is None:
-        return Verdict.WARNING, MSG_ONLY.format("golden" if target is None else "target")
-    if not target.is_tensor or not golden.is_tensor:
-        target_value, golden_value = _value_of(target), _value_of(golden)
-        if target_value != golden_value and not row.is_output:
-            return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value)
-        return Verdict.PASS, "argument agrees"
-    problem = _tensor_problem(target, golden, dtype_facts(target.dtype, golden.dtype)[0])
-    return None if problem is None else (Verdict.ERROR, problem)
+        side = "golden" if target is None else "target"
+        return Verdict.WARNING, MSG_ONLY.format(side), False
+    target_value, golden_value = _value_of(target), _value_of(golden)
+    if target_value != golden_value and not row.is_output:
+        return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value), True
+    return Verdict.PASS, "argument agrees", False
 
 
 def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None:
+    """Why two tensors cannot be judged by their numbers: a dtype pair mixed precision does
+    not explain, differing shapes, an overflow (inf / NaN where the golden is finite)."""
     if not explained:
         return MSG_DTYPE.format(target.dtype, golden.dtype)
     if target.shape != golden.shape:
@@ -201,8 +200,7 @@ def judge_node(
         if skip_inputs and not is_output:
             continue
         if target is None or golden is None or not (target.is_tensor and golden.is_tensor):
-            verdict, reason = _structural(row) or (Verdict.PASS, "")
-            own = verdict is Verdict.ERROR and (is_output or reason.startswith(_ARGUMENTS))
+            verdict, reason, own = _presence_or_argument(row)
             why = reason.replace("{", "{{").replace("}", "}}")  # its numbers are in the text
             entries.append((row, is_output, verdict, None, None, why, own))
             continue
