@@ -39,17 +39,20 @@ def add_parser(commands: Any) -> None:
         help="propose pairs for a compare's unmatched nodes, with a confidence and a reason",
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
-    parser.add_argument("file", type=Path, help="a compare's .vis.db")
-    parser.add_argument("--step", type=int, help="this step's graphs only")
-    parser.add_argument("--rank", type=int, help="this rank's graphs only")
+    parser.add_argument("file", type=Path, metavar="FILE.vis.db", help="a compare's .vis.db")
+    parser.add_argument("--step", type=int, metavar="S", help="this step's graphs only")
+    parser.add_argument("--rank", type=int, metavar="R", help="this rank's graphs only")
     parser.add_argument(
         "--min-confidence",
         type=confidence,
+        metavar="C",
         default=DEFAULT_MIN_CONFIDENCE,
         help=f"list (and apply) proposals at or above this (default {DEFAULT_MIN_CONFIDENCE})",
     )
     parser.add_argument("--apply", action="store_true", help="record them as manual matches")
-    parser.add_argument("--export", type=Path, help="write them as an msprobe .vis.config")
+    parser.add_argument(
+        "--export", type=Path, metavar="FILE.vis.config", help="write them as msprobe's .vis.config"
+    )
     parser.add_argument("--json", action="store_true", help='print {"suggestions": [...]}')
     parser.set_defaults(run=run)
 
