@@ -40,17 +40,20 @@ def parallel_dump(tmp_path_factory: pytest.TempPathFactory) -> DumpFn:
 
 @pytest.fixture(scope="session")
 def parallel_reference(parallel_dump: DumpFn) -> ReferenceFn:
-    cache: dict[tuple[str, str], Path] = {}
+    """msprobe's merged build of a layout's dump; ``reference(name, level, "-oc")`` with its
+    overflow check."""
+    cache: dict[tuple[str, ...], Path] = {}
 
-    def reference(name: str, level: str = "mix") -> Path:
-        if (name, level) not in cache:
+    def reference(name: str, level: str = "mix", *options: str) -> Path:
+        key = (name, level, *options)
+        if key not in cache:
             made = parallel_dump(name, level)
-            out = made.root.parent / "msprobe"
+            out = made.root.parent / ("msprobe" + "".join(options))
             out.mkdir()
-            cache[name, level] = graph_visualize(
-                out, "-tp", str(made.root), *made.layout.merge_flags()
+            cache[key] = graph_visualize(
+                out, "-tp", str(made.root), *made.layout.merge_flags(), *options
             )
-        return cache[name, level]
+        return cache[key]
 
     return reference
 

@@ -70,7 +70,7 @@ class ParallelDump:
 
 
 DumpFn = Callable[[str, str], ParallelDump]
-ReferenceFn = Callable[[str, str], Path]
+ReferenceFn = Callable[..., Path]  # (name, level, *msprobe options)
 CompareFn = Callable[[str, str, str], Path]
 
 

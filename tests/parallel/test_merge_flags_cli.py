@@ -1,6 +1,6 @@
 """graph_build's parallel-merge flags on real parallel dumps: every misfit between the flags and
 the rank folders a named one-line error before any work, an unequal data-parallel compare
-paired replica by replica with a warning, and, until the merge stage exists, a clear refusal
+paired replica by replica with a warning, and, until a merged compare exists, a clear refusal
 that writes nothing."""
 
 from __future__ import annotations
@@ -63,15 +63,16 @@ def test_cp_is_refused_naming_what_is_supported(parallel_dump: DumpFn, out: Path
     assert_nothing_written(out)
 
 
-def test_flags_that_fit_end_in_a_clear_refusal_until_the_merge_exists(
+def test_a_merged_compare_ends_in_a_clear_refusal_until_it_exists(
     parallel_dump: DumpFn, out: Path
 ) -> None:
-    root = parallel_dump("tp2pp2").root
-    run = graph_build("-tp", root, "-o", out, "--rank_size", "4", "--tp", "2", "--pp", "2")
+    target, golden = parallel_dump("tp2").root, parallel_dump("tp1").root
+    flags = ["--rank_size", "2", "1", "--tp", "2", "1", "--pp", "1", "1"]
+    run = graph_build("-tp", target, "-gp", golden, "-o", out, *flags)
     assert _error_line(run) == (
-        "parallel merge: the flags fit the dumps (target rank_size 4, tp 2, pp 2 (TP+PP, 1"
-        " replica(s)), 1 merged graph(s)), but merging ranks into one graph is not implemented"
-        " yet; nothing was written"
+        "parallel merge: the flags fit the dumps (target rank_size 2, tp 2, pp 1 (TP, 1"
+        " replica(s)), golden rank_size 1, tp 1, pp 1 (no parallel, 1 replica(s)), 1 merged"
+        " graph(s)), but a merged compare is not implemented yet; nothing was written"
     )
     assert_nothing_written(out)
 

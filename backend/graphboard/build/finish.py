@@ -52,7 +52,10 @@ def finish_build(
         with without_cycle_collection():  # a link allocates as a task does (see there)
             link_summary = link_ranks(
                 conn,
-                [node for result in results for node in result.comm_nodes],
+                # merged graphs are replicas, not ranks: no cross-rank links, as msprobe
+                [node for result in results for node in result.comm_nodes]
+                if options.parallel is None
+                else [],
                 options.overflow_check,
                 dumped=[(side, result.step, result.rank) for result in results for side in sides],
             )

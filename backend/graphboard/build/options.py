@@ -13,6 +13,7 @@ from graphboard.merge.flags import ParallelOptions
 
 if TYPE_CHECKING:  # graphboard.distributed is imported after a task's rows are out
     from graphboard.distributed import CommNode
+    from graphboard.merge.plan import ReplicaTask
 
 
 @dataclass(slots=True)
@@ -49,6 +50,7 @@ class Task:
     rank: int
     target: RankDir
     golden: RankDir | None
+    merge: ReplicaTask | None = None  # a merged replica: its ranks are read and merged (merge/)
 
 
 @dataclass(slots=True)

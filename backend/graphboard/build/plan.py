@@ -17,7 +17,7 @@ from graphboard.build.options import BuildOptions, Task
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.dump.layout import DumpLayout, LayoutKind, discover
 from graphboard.errors import CompareError
-from graphboard.merge.plan import not_merged_yet, plan_merge
+from graphboard.merge.plan import merged_tasks, plan_merge
 
 
 @dataclass(slots=True)
@@ -49,9 +49,11 @@ def plan_build(options: BuildOptions) -> BuildPlan:
     warnings.extend(target_layout.warnings)
     if golden_layout is not None:
         warnings.extend(golden_layout.warnings)
-    if options.parallel is not None:  # checked before any work; the merge stage is to come
-        raise not_merged_yet(plan_merge(options.parallel, target_layout, golden_layout, warnings))
-    tasks = pair_tasks(target_layout, golden_layout, warnings, missing)
+    if options.parallel is not None:  # one task per merged replica (merge/plan.py)
+        merged = plan_merge(options.parallel, target_layout, golden_layout, warnings)
+        tasks = merged_tasks(merged)
+    else:
+        tasks = pair_tasks(target_layout, golden_layout, warnings, missing)
     if isinstance(options.layer_mapping, Path):
         LayerMapping.load(options.layer_mapping)  # fail before any work on a bad mapping file
     return BuildPlan(options, tasks, warnings, missing, started_at)

@@ -89,8 +89,8 @@ def _reads_golden_aside(options: BuildOptions, tasks: list[Task]) -> bool:
     """Whether a lone compare reads its golden side in a second process while this one reads
     the target: with a second core to do it (-w 2 asks for it on any input), and enough to
     read."""
-    if len(tasks) != 1 or tasks[0].golden is None:
-        return False
+    if len(tasks) != 1 or tasks[0].golden is None or tasks[0].merge is not None:
+        return False  # a merged replica reads its ranks itself (merge/stage.py)
     if options.workers is not None:
         return options.workers >= 2
     if (os.cpu_count() or 1) < 2:

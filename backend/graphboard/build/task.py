@@ -59,10 +59,15 @@ def run_task(
     clock = Stopwatch()
     with without_cycle_collection():
         target_side, golden_side = Side.target_of(task), Side.golden_of(task)
-        target = stages.hierarchy(target_side, stages.read(target_side))
+        golden: Graph | None = None
+        if task.merge is not None:  # a merged replica: its ranks read and merged into one
+            from graphboard.merge.stage import merged_sides
+
+            target, golden = merged_sides(task.merge)
+        else:
+            target = stages.hierarchy(target_side, stages.read(target_side))
         clock.lap("read target")
-        golden = None
-        if golden_side is not None:
+        if golden_side is not None and task.merge is None:
             records = (
                 stages.read(golden_side)
                 if golden_records is None

@@ -19,8 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from graphboard.distributed.calls import group_ranks
-from graphboard.distributed.stats import as_int
 from graphboard.dump.records import Param, Role
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError
 
@@ -73,6 +71,8 @@ _SENDS = ("Distributed.send.", "Distributed.isend.")
 
 def first_tp_group(records: Mapping[str, Sequence[Param]]) -> Group | None:
     """The ranks of the first all_reduce / reduce_scatter record's process group."""
+    from graphboard.distributed.calls import group_ranks  # at merge time, not when planning
+
     for name, params in records.items():
         if not any(collective in name for collective in _TP_COLLECTIVES):
             continue
@@ -89,6 +89,8 @@ def first_send_peer(
     batch_p2p: Mapping[str, Sequence[Mapping[str, object]]],
 ) -> int | None:
     """The global rank the first send (or the first outgoing op of a batch) goes to."""
+    from graphboard.distributed.stats import as_int  # at merge time, not when planning
+
     for name, params in records.items():
         if name.startswith(_SENDS):
             by_key = {param.key: param for param in params}

@@ -8,10 +8,14 @@ with replica i for the replicas both have and names the others in a warning (msp
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError, ParallelOptions
 from graphboard.merge.layout import Replica, Strategy, generated_replicas, strategy_of
+
+if TYPE_CHECKING:  # build.options names ReplicaTask: imported here only where it is used
+    from graphboard.build.options import Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +28,7 @@ class ReplicaTask:
     target_ranks: dict[int, RankDir]
     golden: Replica | None = None
     golden_ranks: dict[int, RankDir] | None = None
+    options: ParallelOptions | None = None  # both sides' flags (set by plan_merge)
 
     @property
     def rank(self) -> int:
@@ -90,7 +95,9 @@ def plan_merge(
     strategies = (strategy_of(options.target), None)
     if golden is None or options.golden is None:
         tasks = [
-            ReplicaTask(step, replica, {rank: ranks[rank] for rank in replica.ranks})
+            ReplicaTask(
+                step, replica, {rank: ranks[rank] for rank in replica.ranks}, options=options
+            )
             for step, ranks in sorted(target_steps.items())
             for replica in target_replicas
         ]
@@ -121,11 +128,32 @@ def plan_merge(
             {rank: target_steps[step][rank] for rank in target_replica.ranks},
             golden_replica,
             {rank: golden_steps[step][rank] for rank in golden_replica.ranks},
+            options,
         )
         for step in steps
         for target_replica, golden_replica in zip(target_replicas, golden_replicas, strict=False)
     ]
     return MergePlan(options, (strategies[0], strategy_of(options.golden)), tasks)
+
+
+def merged_tasks(plan: MergePlan) -> list[Task]:
+    """The build's tasks: one per step and replica, keyed by the replicas' main ranks (their
+    folders stand for the task where a folder is asked for); a compare is refused until its
+    rule set (msprobe's parallel-merge checkers, without the shape rule) exists."""
+    from graphboard.build.options import Task
+
+    if plan.options.golden is not None:
+        raise not_merged_yet(plan)
+    return [
+        Task(
+            task.step,
+            task.rank,
+            task.target_ranks[task.rank],
+            None,
+            merge=task,
+        )
+        for task in plan.tasks
+    ]
 
 
 def not_merged_yet(plan: MergePlan) -> ParallelFlagsError:
@@ -138,5 +166,5 @@ def not_merged_yet(plan: MergePlan) -> ParallelFlagsError:
         described += f", golden {golden.describe()} ({plan.strategies[1]}, {golden.dp} replica(s))"
     return ParallelFlagsError(
         f"parallel merge: the flags fit the dumps ({described}, {len(plan.tasks)} merged "
-        f"graph(s)), but merging ranks into one graph is not implemented yet; nothing was written"
+        f"graph(s)), but a merged compare is not implemented yet; nothing was written"
     )

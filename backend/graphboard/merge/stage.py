@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from graphboard.build import stages
 from graphboard.dump.layout import RankDir
-from graphboard.graph.model import Graph
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 from graphboard.merge.apis import merge_api_collections, sort_by_rank
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError
 from graphboard.merge.layout import Replica, Strategy, strategy_of
+from graphboard.merge.plan import ReplicaTask
 from graphboard.merge.pp import merge_pp
 from graphboard.merge.tp import Merges, merge_tp
 
@@ -86,3 +87,21 @@ def merge_replica(
             main.warnings.extend(graph.warnings)
     main.number()  # msprobe's node_order over the merged tree
     return MergedGraph(main, merges)
+
+
+def merged_sides(task: ReplicaTask) -> tuple[Graph, Graph | None]:
+    """The build core's read and hierarchy stages for a merged replica: each side's ranks
+    read and merged, every merged node carrying its NodeMerge (``Node.merge``)."""
+    assert task.options is not None
+    sides: list[Graph] = []
+    for label, flags, replica, ranks in (
+        (TARGET_SIDE, task.options.target, task.target, task.target_ranks),
+        (GOLDEN_SIDE, task.options.golden, task.golden, task.golden_ranks),
+    ):
+        if flags is None or replica is None or ranks is None:
+            continue
+        merged = merge_replica(flags, replica, ranks, label, task.step)
+        for name, merge in merged.merges.items():
+            merged.graph.nodes[name].merge = merge
+        sides.append(merged.graph)
+    return sides[0], sides[1] if len(sides) > 1 else None

@@ -127,7 +127,7 @@ def _rows_of(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any
             node.micro_step or 0,
             link,
             context.stack_ids[node.stack or ()],
-            "",
+            _json(node.merge.info) if node.merge is not None else "",
             _json(node.distributed) if node.distributed is not None else "{}",
             0,
             inputs,
