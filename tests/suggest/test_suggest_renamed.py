@@ -109,3 +109,27 @@ def test_a_target_with_extra_calls_and_other_dtypes(
         proposed = {s.target for s in propose(db, 0, 0).suggestions}
     extra = {f"Tensor.to.{call}.{d}" for call in (0, 1) for d in ("forward", "backward")}
     assert not extra & proposed
+
+
+def test_a_wrapper_level_on_one_side(tmp_path: Path, cache_dir: Path) -> None:
+    """Megatron's layout against Hugging Face's (a model wrapper around the layers): the
+    decoder pairs with the wrapper by what runs inside them, not the embedding by its
+    tensors, so every layer below still finds its twin."""
+    from wrapped_models import MEGATRON_TO_HF, HfGpt, MegatronGpt, dump
+
+    from graphboard.build import BuildOptions, run_build
+
+    target, golden = dump(tmp_path / "target", MegatronGpt), dump(tmp_path / "golden", HfGpt)
+    path = run_build(BuildOptions(target=target, golden=golden, output_dir=tmp_path / "out")).path
+    found = measure(path, MEGATRON_TO_HF, DEFAULT_MIN_CONFIDENCE, cache_dir)
+    assert found.grey > 100
+    assert found.coverage >= 0.9, found.missed
+    assert found.precision >= 0.95, found.wrong
+    with open_vis_db(path, cache_dir) as db:
+        pairs = {(s.target, s.golden) for s in propose(db, 0, 0).suggestions}
+    assert ("Module.decoder.Decoder.backward.0", "Module.model.Inner.backward.0") in pairs
+    assert (
+        "Module.decoder.layers.1.Block.backward.0",
+        "Module.model.layers.1.Block.backward.0",
+    ) in pairs
+    assert not any(target.startswith("Module.embedding.") for target, _golden in pairs)

@@ -50,6 +50,7 @@ class Features(NamedTuple):
     call: str  # the call index in the name
     param_names: frozenset[str]  # "parameters.weight", "weight" (grads)
     tensors: tuple[Tensor, ...]  # inputs, outputs, parameters in dump order
+    descendants: int  # how many nodes run inside it: a whole model's wrapper is no embedding
 
     @property
     def bucket(self) -> tuple[int, str]:
@@ -102,7 +103,7 @@ def _tensor(param: Param) -> Tensor:
     return Tensor(param.role, param.dtype, shape, _number(param.norm), _number(param.mean))
 
 
-def features(name: str, kind: int, params: list[Param]) -> Features:
+def features(name: str, kind: int, params: list[Param], descendants: int = 0) -> Features:
     direction, raw, attribute, call = _split_name(name, kind)
     label = normal_class(raw) if kind == NodeType.MODULE else normal_api(raw)
     return Features(
@@ -116,4 +117,5 @@ def features(name: str, kind: int, params: list[Param]) -> Features:
             p.key for p in params if p.role in (Role.PARAMETERS, Role.PARAMETERS_GRAD)
         ),
         tensors=tuple(_tensor(p) for p in params if p.is_tensor),
+        descendants=descendants,
     )

@@ -71,7 +71,12 @@ class _Walk:
         key = (side.key.side, order)
         found = self._features.get(key)
         if found is None:
-            found = features(side.names[order], side.node_type[order], side.params.get(order, []))
+            found = features(
+                side.names[order],
+                side.node_type[order],
+                side.params.get(order, []),
+                side.descendants[order],
+            )
             self._features[key] = found
         return found
 

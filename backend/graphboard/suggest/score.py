@@ -18,6 +18,7 @@ _WEIGHTS = {
     "statistics": 0.2,
     "parameters": 0.1,
     "name": 0.05,
+    "descendants": 0.15,
 }
 FLOOR = 0.35  # below this two nodes are not proposed as a pair at all
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -140,6 +141,15 @@ def _name(t: Features, g: Features) -> tuple[float, str] | None:
     return (0.0, f"call {t.call} vs {g.call}") if t.call else None
 
 
+def _descendants(t: Features, g: Features) -> tuple[float, str] | None:
+    a, b = t.descendants, g.descendants
+    if not a and not b:
+        return None
+    if a == b:
+        return 1.0, f"{a} nodes inside each"
+    return min(a, b) / max(a, b), f"{a} vs {b} nodes inside"
+
+
 def score(t: Features, g: Features, tp: Position, gp: Position) -> Scored:
     """The confidence that ``g`` is ``t``'s counterpart, given they share a parent pair and a
     bucket (kind and direction), and the reasons, strongest first."""
@@ -150,6 +160,7 @@ def score(t: Features, g: Features, tp: Position, gp: Position) -> Scored:
         "statistics": _statistics(t.tensors, g.tensors),
         "parameters": _parameters(t, g),
         "name": _name(t, g),
+        "descendants": _descendants(t, g),
     }
     total = weight = 0.0
     reasons: list[tuple[float, str]] = []

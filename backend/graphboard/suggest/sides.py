@@ -24,6 +24,7 @@ class Side:
     matched: npt.NDArray[np.int8]  # 1 paired (by the build or a user), 0 grey
     counterpart: npt.NDArray[np.int32]  # node_order on the other side, -1
     children: list[list[int]]  # node orders, in execution order
+    descendants: list[int]  # how many nodes below each
     params: dict[int, list[Param]] = field(default_factory=dict)  # of unmatched nodes
     roots: list[int] = field(default_factory=list)
 
@@ -55,6 +56,11 @@ def load_side(db: VisDb, key: GraphKey) -> Side:
     for order in view.exec_perm.tolist():  # pre-order: each list comes out in execution order
         up = int(parent[order])
         (children[up] if up >= 0 else roots).append(order)
+    descendants = [0] * count
+    for order in reversed(view.exec_perm.tolist()):  # children before their parent
+        up = int(parent[order])
+        if up >= 0:
+            descendants[up] += descendants[order] + 1
     matched = np.asarray(columns["matched"], dtype=np.int8)
     unmatched = np.flatnonzero(matched != 1).tolist()
     return Side(
@@ -65,6 +71,7 @@ def load_side(db: VisDb, key: GraphKey) -> Side:
         matched=matched,
         counterpart=np.asarray(columns["counterpart"], dtype=np.int32),
         children=children,
+        descendants=descendants,
         params=db.params_by_order(key, unmatched) if unmatched else {},
         roots=roots,
     )
