@@ -1,0 +1,68 @@
+"""Merged-build benchmark: graph_build --rank_size/--tp/--pp vs msprobe graph_visualize with
+the same flags, on real Megatron-style dumps (tests/parallel/megatron_gpt.py under msprobe's
+torchrun, cached under bench/data/merge-<layout>/).
+
+python bench/bench_merge.py              # tp2, pp2, tp2pp2, dp2tp2; 3 runs each, alternated per case
+python bench/bench_merge.py --record     # also write bench/results/merge.md
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from harness import DATA, REPO, msprobe_binary, record, table, timed_row, versus_msprobe_arguments
+
+SCRIPT = REPO / "tests" / "parallel" / "megatron_gpt.py"
+LAYOUTS = {  # name: (tp, pp, ranks)
+    "tp2": (2, 1, 2),
+    "pp2": (1, 2, 2),
+    "tp2pp2": (2, 2, 4),
+    "dp2tp2": (2, 1, 4),
+}
+
+
+def dump(name: str) -> Path:
+    """The layout's dump, made once with msprobe's torchrun and dumper."""
+    tp, pp, ranks = LAYOUTS[name]
+    folder = DATA / f"merge-{name}"
+    root = folder / "dump"
+    if (root / "step0" / f"rank{ranks - 1}" / "dump.json").exists():
+        return root
+    msprobe = msprobe_binary()
+    if msprobe is None:
+        raise SystemExit(
+            "msprobe not found: set GRAPHBOARD_MSPROBE_BIN (its torchrun makes the dumps)"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    torchrun = Path(msprobe).with_name("torchrun")
+    subprocess.run(
+        [str(Path(msprobe).with_name("python")), str(torchrun), "--standalone",
+         f"--nproc-per-node={ranks}", str(SCRIPT), "--out", str(root),
+         "--tp", str(tp), "--pp", str(pp)],
+        check=True, cwd=folder, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    return root
+
+
+def main() -> None:
+    args = versus_msprobe_arguments(__doc__).parse_args()
+    rows = []
+    for name, (tp, pp, ranks) in LAYOUTS.items():
+        flags = ["--rank_size", str(ranks), "--tp", str(tp), "--pp", str(pp)]
+        rows.append(
+            timed_row(
+                f"{name} (mix, {ranks} ranks)", dump(name), args.runs, not args.no_msprobe, flags
+            )
+        )
+    text = table(
+        "Merged builds: graph_build vs msprobe graph_visualize (wall, whole command)", rows
+    )
+    print(text)
+    if args.record:
+        record("merge", text)
+
+
+if __name__ == "__main__":
+    main()
