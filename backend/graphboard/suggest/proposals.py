@@ -17,6 +17,7 @@ from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.suggest.candidates import align, fused_runs
 from graphboard.suggest.features import Features, features
+from graphboard.suggest.levels import one_level_apart
 from graphboard.suggest.score import Position, Scored, score
 from graphboard.suggest.sides import Side, load_side
 
@@ -60,7 +61,8 @@ class _Walk:
         self.t, self.g = target, golden
         self.rejected = rejected
         self.proposed: dict[int, int] = {}  # target order -> golden order
-        self.taken: set[int] = set()  # golden orders proposed
+        self.taken: dict[int, int] = {}  # golden order -> the target order proposed for it
+        self.visited: list[tuple[int, int, float]] = []  # parent pairs whose children paired
         self.confidence: dict[int, float] = {}  # target order -> its proposal's confidence
         self._features: dict[tuple[str, int], Features] = {}
         self.suggestions: list[tuple[int, int, float, str]] = []
@@ -80,7 +82,7 @@ class _Walk:
             self._features[key] = found
         return found
 
-    def _grey(self, side: Side, parent: int, taken: Collection[int]) -> list[int]:
+    def grey(self, side: Side, parent: int, taken: Collection[int]) -> list[int]:
         children = side.roots if parent == _VIRTUAL else side.children[parent]
         return [c for c in children if side.matched[c] != 1 and c not in taken]
 
@@ -98,26 +100,44 @@ class _Walk:
 
     def pair_children(self, tp: int, gp: int, parent_confidence: float) -> list[tuple[int, int]]:
         """Propose pairs among the grey children of the pair (tp, gp); the new pairs."""
-        t_buckets = self._buckets(self.t, self._grey(self.t, tp, self.proposed))
-        if not t_buckets:
+        t_grey = self.grey(self.t, tp, self.proposed)
+        if not t_grey:
             return []
-        g_buckets = self._buckets(self.g, self._grey(self.g, gp, self.taken))
+        self.visited.append((tp, gp, parent_confidence))
         where = self._where(tp, gp, parent_confidence)
+        return self.pair_lists(t_grey, self.grey(self.g, gp, self.taken), where, parent_confidence)
+
+    def pair_lists(
+        self,
+        t_grey: list[int],
+        g_grey: list[int],
+        where: str,
+        parent_confidence: float,
+        *,
+        least: float = 0.0,
+        fused: bool = True,
+    ) -> list[tuple[int, int]]:
+        """Propose pairs between two lists of grey nodes (in execution order), bucket by
+        bucket; those scoring under ``least`` are left out. The new pairs."""
+        t_buckets = self._buckets(self.t, t_grey)
+        g_buckets = self._buckets(self.g, g_grey)
         found: list[tuple[int, int]] = []
         for bucket, t_orders in t_buckets.items():
             g_orders = g_buckets.get(bucket, [])
             if not g_orders:
                 continue
-            if len(t_orders) != len(g_orders):
+            if fused and len(t_orders) != len(g_orders):
                 t_orders, g_orders = self._flag_fused(t_orders, g_orders, where, parent_confidence)
             for i, j, scored in align(
                 len(t_orders), len(g_orders), self._scorer(t_orders, g_orders)
             ):
+                if scored.confidence < least:
+                    continue
                 t_order, g_order = t_orders[i], g_orders[j]
                 confidence = round(scored.confidence * (0.6 + 0.4 * parent_confidence), 4)
                 reason = "; ".join([where, *scored.reasons[:_REASONS_SHOWN]])
                 self.proposed[t_order] = g_order
-                self.taken.add(g_order)
+                self.taken[g_order] = t_order
                 self.confidence[t_order] = confidence
                 self.suggestions.append((t_order, g_order, confidence, reason))
                 found.append((t_order, g_order))
@@ -159,7 +179,7 @@ class _Walk:
             f"{len(many[1])} nodes: its tensors are theirs joined along one axis"
         )
         self.fused.append((t_parts, g_parts, round(0.9 * (0.6 + 0.4 * parent), 4), reason))
-        self.taken.update(g_parts)
+        self.taken.update(dict.fromkeys(g_parts, -1))
         self.proposed.update(dict.fromkeys(t_parts, -1))
         self._fused_children(t_parts, g_parts, f"inside fused {one[0].names[one[1]]}", parent)
 
@@ -169,10 +189,10 @@ class _Walk:
         """Inside a fused group the children fuse alike (the fused qkv's parameters_grad and
         its linear call against those of q, k and v): flagged the same way, bucket by bucket."""
         t_buckets = self._buckets(
-            self.t, [c for p in t_parts for c in self._grey(self.t, p, self.proposed)]
+            self.t, [c for p in t_parts for c in self.grey(self.t, p, self.proposed)]
         )
         g_buckets = self._buckets(
-            self.g, [c for p in g_parts for c in self._grey(self.g, p, self.taken)]
+            self.g, [c for p in g_parts for c in self.grey(self.g, p, self.taken)]
         )
         for bucket, t_orders in t_buckets.items():
             g_orders = g_buckets.get(bucket, [])
@@ -180,12 +200,19 @@ class _Walk:
                 self._flag_fused(t_orders, g_orders, where, parent)
 
     def run(self, starts: Iterable[tuple[int, int, float]]) -> None:
+        """Top-down from ``starts``; then, for what is left grey, one level apart
+        (:mod:`.levels`) and top-down again from what that pairs, until nothing new pairs."""
         todo = deque(starts)
         self.matched_parents = {tp for tp, _gp, _confidence in todo}
         while todo:
-            tp, gp, confidence = todo.popleft()
-            for t_order, g_order in self.pair_children(tp, gp, confidence):
-                todo.append((t_order, g_order, self.confidence[t_order]))
+            while todo:
+                tp, gp, confidence = todo.popleft()
+                for t_order, g_order in self.pair_children(tp, gp, confidence):
+                    todo.append((t_order, g_order, self.confidence[t_order]))
+            visited, self.visited = self.visited, []
+            for tp, gp, confidence in visited:
+                for t_order, g_order in one_level_apart(self, tp, gp, confidence):
+                    todo.append((t_order, g_order, self.confidence[t_order]))
 
 
 class _Score:
