@@ -15,8 +15,9 @@ from graphboard.server import matching
 from graphboard.server.errors import ApiError
 from graphboard.server.settings import Settings
 from graphboard.store.reader import VisDb, open_vis_db
-from graphboard.suggest.proposals import Fused, Proposals, Suggestion, propose
+from graphboard.suggest.proposals import propose
 from graphboard.suggest.rejections import rejected
+from graphboard.suggest.results import Fused, Proposals, Suggestion
 
 
 def graph_parts(db: VisDb) -> list[tuple[int, int]]:

@@ -18,7 +18,7 @@ from typing import Any
 from graphboard.errors import GraphboardError
 from graphboard.store.reader import open_vis_db
 from graphboard.suggest.apply import above, accept_in_command, local_settings, propose_all
-from graphboard.suggest.proposals import DEFAULT_MIN_CONFIDENCE, Fused, Suggestion
+from graphboard.suggest.results import DEFAULT_MIN_CONFIDENCE, Fused, Suggestion
 
 PROG = "graphboard suggest-matches"
 

@@ -11,47 +11,18 @@ import gc
 from collections import defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.suggest.candidates import align, fused_runs
 from graphboard.suggest.features import Features, features
 from graphboard.suggest.levels import one_level_apart
+from graphboard.suggest.results import Fused, Proposals, Suggestion
 from graphboard.suggest.score import Position, Scored, score
 from graphboard.suggest.sides import Side, load_side
 
-DEFAULT_MIN_CONFIDENCE = 0.6
 _REASONS_SHOWN = 4
 _VIRTUAL = -1  # the parent of the roots
-
-
-@dataclass(frozen=True, slots=True)
-class Suggestion:
-    step: int
-    rank: int
-    target: str
-    golden: str
-    confidence: float
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Fused:
-    """One node on one side doing the work of several on the other: flagged, never paired."""
-
-    step: int
-    rank: int
-    target: tuple[str, ...]
-    golden: tuple[str, ...]
-    confidence: float
-    reason: str
-
-
-@dataclass(slots=True)
-class Proposals:
-    suggestions: list[Suggestion]
-    fused: list[Fused]
 
 
 class _Walk:
