@@ -4,9 +4,9 @@ exact and fuzzy matchers leave when the two runs name the same model differently
 One module per job: reading a side (:mod:`.sides`), what a node shows (:mod:`.features`),
 how alike two nodes are (:mod:`.score`), which nodes may pair (:mod:`.candidates`), the
 top-down walk (:mod:`.proposals`) and what it gives (:mod:`.results`), pairs one level
-apart (:mod:`.levels`), recording them
-as manual matches (:mod:`.apply`), the ``graphboard suggest-matches`` command
-(:mod:`.command`) and users' rejections (:mod:`.rejections`).
+apart (:mod:`.levels`), recording them as manual matches (:mod:`.apply`), the
+``graphboard suggest-matches`` command (:mod:`.command`) and users' rejections
+(:mod:`.rejections`).
 """
 
 from graphboard.suggest.proposals import propose
