@@ -75,7 +75,7 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cp", nargs="+", type=int, help=argparse.SUPPRESS)  # refused above 1
     parser.add_argument("--ep", nargs="+", type=int, help=argparse.SUPPRESS)  # refused above 1
     parser.add_argument(
-        "--file_type", choices=("db", "json"), default="db", help="output type (only db)"
+        "--file_type", choices=("db", "json"), default="db", help="output type (json: not yet)"
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -107,7 +107,7 @@ def _progress_log(fraction: float, _message: str) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from graphboard.build import BuildOptions, run_build
-    from graphboard.merge.flags import parallel_options
+    from graphboard.merge.flags import json_export_refusal, parallel_options
 
     parallel = parallel_options(
         rank_size=args.rank_size,
@@ -120,9 +120,7 @@ def _run_build(args: argparse.Namespace) -> int:
         compare=bool(args.golden_path),
     )
     if args.file_type == "json":
-        raise GraphboardError(
-            "--file_type json is only for merged builds, which graphboard does not support yet; use db"
-        )
+        raise GraphboardError(json_export_refusal(parallel is not None, bool(args.golden_path)))
     layer_mapping: Path | bool | None = None
     if args.layer_mapping is True:
         layer_mapping = True

@@ -1,10 +1,10 @@
 """graph_build's parallel-merge flags on real parallel dumps: every misfit between the flags and
 the rank folders a named one-line error before any work, an unequal data-parallel compare
-paired replica by replica with a warning, and, until a merged compare exists, a clear refusal
-that writes nothing."""
+paired replica by replica with a warning."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -63,18 +63,23 @@ def test_cp_is_refused_naming_what_is_supported(parallel_dump: DumpFn, out: Path
     assert_nothing_written(out)
 
 
-def test_a_merged_compare_ends_in_a_clear_refusal_until_it_exists(
+def test_unequal_data_parallel_counts_are_compared_pairwise_with_a_warning(
     parallel_dump: DumpFn, out: Path
 ) -> None:
-    target, golden = parallel_dump("tp2").root, parallel_dump("tp1").root
-    flags = ["--rank_size", "2", "1", "--tp", "2", "1", "--pp", "1", "1"]
+    target, golden = parallel_dump("dp2tp2").root, parallel_dump("tp2").root
+    flags = ["--rank_size", "4", "2", "--tp", "2", "2", "--pp", "1", "1"]
     run = graph_build("-tp", target, "-gp", golden, "-o", out, *flags)
-    assert _error_line(run) == (
-        "parallel merge: the flags fit the dumps (target rank_size 2, tp 2, pp 1 (TP, 1"
-        " replica(s)), golden rank_size 1, tp 1, pp 1 (no parallel, 1 replica(s)), 1 merged"
-        " graph(s)), but a merged compare is not implemented yet; nothing was written"
-    )
-    assert_nothing_written(out)
+    assert run.returncode == 0, run.stderr
+    assert (
+        "graph_build: warning: the target has 2 data-parallel replica(s) (rank_size 4, tp 2,"
+        " pp 1) and the golden 1 (rank_size 2, tp 2, pp 1): replicas 0..0 are compared"
+        " pairwise; target replica(s) 1 (main rank 2) have no counterpart and are not compared"
+    ) in run.stderr.splitlines()
+    with sqlite3.connect(run.stdout.strip()) as conn:
+        graphs = conn.execute(
+            "SELECT DISTINCT data_source, rank FROM tb_nodes ORDER BY 1"
+        ).fetchall()
+    assert graphs == [("Bench", 0), ("NPU", 0)]
 
 
 def test_unequal_data_parallel_counts_compare_the_common_replicas(parallel_dump: DumpFn) -> None:
@@ -91,3 +96,26 @@ def test_unequal_data_parallel_counts_compare_the_common_replicas(parallel_dump:
         " (rank_size 2, tp 2, pp 1): replicas 0..0 are compared pairwise; target replica(s)"
         " 1 (main rank 2) have no counterpart and are not compared"
     ]
+
+
+@pytest.mark.parametrize(
+    ("golden", "reason"),
+    [
+        (
+            False,
+            "--file_type json (msprobe's JSON export of a merged build) is not implemented yet; use db",
+        ),
+        (True, "--file_type json is only for a merged build, not a compare (-gp); use db"),
+    ],
+)
+def test_json_export_is_refused_by_name(
+    parallel_dump: DumpFn, out: Path, golden: bool, reason: str
+) -> None:
+    root = parallel_dump("tp2").root
+    given = ["-gp", str(root)] if golden else []
+    flags = ["--rank_size", "2", "--tp", "2", "--pp", "1"]
+    if golden:
+        flags = ["--rank_size", "2", "2", "--tp", "2", "2", "--pp", "1", "1"]
+    run = graph_build("-tp", root, *given, "-o", out, *flags, "--file_type", "json")
+    assert _error_line(run) == reason
+    assert_nothing_written(out)

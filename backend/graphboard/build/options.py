@@ -37,8 +37,8 @@ class BuildOptions:
     def match_mode(self) -> MatchMode:
         if self.layer_mapping:
             return MatchMode.LAYER_MAPPING
-        if self.fuzzy_match:
-            return MatchMode.FUZZY
+        if self.fuzzy_match or (self.parallel is not None and self.compare):
+            return MatchMode.FUZZY  # forced for a merged compare, as msprobe
         return MatchMode.DEFAULT
 
 

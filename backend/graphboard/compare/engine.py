@@ -66,6 +66,7 @@ def compare_pair(
     mode: DataMode,
     target_tensor_dir: str = "",
     golden_tensor_dir: str = "",
+    parallel_merge: bool = False,
 ) -> NodeComparison | None:
     """Score one pair; None when there is nothing to score (no record, structure mode)."""
     if mode is DataMode.STRUCTURE or target.params is None:
@@ -87,7 +88,7 @@ def compare_pair(
             row.messages.extend(
                 message for message in (target_problem, golden_problem, *messages) if message
             )
-    level = apply_rules(target.name, rows, mode, checksums, golden.name)
+    level = apply_rules(target.name, rows, mode, checksums, golden.name, parallel_merge)
     comparison = NodeComparison(rows, level)
     comparison.extra_target = [
         row.target.key for row in rows if row.golden is None and row.target is not None
@@ -111,7 +112,7 @@ def compare_nodes(target: Graph, golden: Graph, mode: DataMode, nodes: Iterable[
         if node.counterpart is None or node.type is NodeType.API_COLLECTION:
             continue
         comparison = compare_pair(
-            node, node.counterpart, mode, target.tensor_dir, golden.tensor_dir
+            node, node.counterpart, mode, target.tensor_dir, golden.tensor_dir, target.merged
         )
         node.comparison = comparison
         node.precision = comparison.precision_index if comparison is not None else None

@@ -7,6 +7,7 @@ worst row's. The rules that compare outputs with inputs find where an error *sta
 from __future__ import annotations
 
 import math
+import re
 
 from graphboard.compare.metrics import RELATIVE_METRIC_NAMES, is_number
 from graphboard.compare.result import DataMode, Level, ParamRow
@@ -130,10 +131,13 @@ def _check_text_statistics(rows: list[ParamRow]) -> None:
             row.raise_to(Level.WARNING, MSG_TEXT_STATISTICS.format("; ".join(sides)))
 
 
-def _check_common(rows: list[ParamRow], outputs: set[int], golden_name: str) -> None:
+def _check_common(
+    rows: list[ParamRow], outputs: set[int], golden_name: str, shapes: bool = True
+) -> None:
     """Requires_grad, scalar arguments (inputs only: rows not in ``outputs``, by id), dtype
     (but on a fused projection, by the golden row's full name, as msprobe's bench name) and
-    shape."""
+    shape (not in msprobe's parallel-merge set: a merged tensor keeps its main rank's shard
+    shape)."""
     fused_node = _fused_projection(golden_name)  # once per node: the rows share the prefix
     for row in rows:
         target_param, golden_param = row.target, row.golden
@@ -159,7 +163,7 @@ def _check_common(rows: list[ParamRow], outputs: set[int], golden_name: str) -> 
             fused_node or _fused_projection(golden_param.key)
         ):
             row.raise_to(Level.ERROR, MSG_DTYPE)
-        if target_param.shape != golden_param.shape:
+        if shapes and target_param.shape != golden_param.shape:
             row.raise_to(Level.ERROR, MSG_SHAPE)
 
 
@@ -223,20 +227,27 @@ def api_name(node_name: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+_RANK_SUFFIX = re.compile(r"_rank\d+$")  # a merged graph's other-rank APIs (merge/apis.py)
+
+
 def apply_rules(
     node_name: str,
     rows: list[ParamRow],
     mode: DataMode,
     checksums: list[tuple[str | None, str | None]] | None = None,
     golden_name: str | None = None,
+    parallel_merge: bool = False,
 ) -> Level | None:
     """Score the rows in place and return the node's level (None without rows).
 
     ``golden_name`` is the paired golden node's (``node_name`` when not given): the dtype
-    rule reads it, as msprobe reads the bench name."""
+    rule reads it, as msprobe reads the bench name. ``parallel_merge``: msprobe's rule set for
+    merged graphs (no shape rule; ``_rank<r>`` left out of API names for the ignore lists)."""
     if not rows:
         return None
     name = api_name(node_name)
+    if parallel_merge:
+        name = _RANK_SUFFIX.sub("", name)
     if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
         return Level.PASS
     skip_inputs = name in IGNORE_INPUTS
@@ -258,7 +269,9 @@ def apply_rules(
         _check_text_statistics(checked)
         _check_inf_nan(checked)
         _check_statistics(inputs, outputs, skip_inputs)
-        _check_common(checked, {id(row) for row in outputs}, golden_name or node_name)
+        _check_common(
+            checked, {id(row) for row in outputs}, golden_name or node_name, not parallel_merge
+        )
     elif mode is DataMode.TENSOR:
         _check_inf_nan(checked)
         _check_tensors(inputs, outputs, skip_inputs)

@@ -126,6 +126,7 @@ class Graph:
     # graphboard's second rule set's verdicts (compare.dtype_graph.GraphVerdicts), a compare's
     # target only; msprobe's stay in each node's precision
     rule_verdicts: Any = None
+    merged: bool = False  # made by a parallel merge (merge/): scored by its rule set
     _ordered: list[Node] = field(default_factory=list, repr=False)
 
     @property

@@ -137,34 +137,19 @@ def plan_merge(
 
 
 def merged_tasks(plan: MergePlan) -> list[Task]:
-    """The build's tasks: one per step and replica, keyed by the replicas' main ranks (their
-    folders stand for the task where a folder is asked for); a compare is refused until its
-    rule set (msprobe's parallel-merge checkers, without the shape rule) exists."""
+    """The build's tasks: one per step and (target) replica, keyed by the replicas' main ranks,
+    whose folders stand for the task where one folder is asked for."""
     from graphboard.build.options import Task
 
-    if plan.options.golden is not None:
-        raise not_merged_yet(plan)
     return [
         Task(
             task.step,
             task.rank,
             task.target_ranks[task.rank],
-            None,
+            None
+            if task.golden is None or task.golden_ranks is None
+            else task.golden_ranks[task.golden.main_rank],
             merge=task,
         )
         for task in plan.tasks
     ]
-
-
-def not_merged_yet(plan: MergePlan) -> ParallelFlagsError:
-    """The error a merged build ends in until the merge stage exists: after every check, and
-    before any dump is read or anything written."""
-    target = plan.options.target
-    described = f"target {target.describe()} ({plan.strategies[0]}, {target.dp} replica(s))"
-    golden = plan.options.golden
-    if golden is not None:
-        described += f", golden {golden.describe()} ({plan.strategies[1]}, {golden.dp} replica(s))"
-    return ParallelFlagsError(
-        f"parallel merge: the flags fit the dumps ({described}, {len(plan.tasks)} merged "
-        f"graph(s)), but a merged compare is not implemented yet; nothing was written"
-    )

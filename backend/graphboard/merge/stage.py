@@ -86,6 +86,7 @@ def merge_replica(
         if rank != replica.main_rank:
             main.warnings.extend(graph.warnings)
     main.number()  # msprobe's node_order over the merged tree
+    main.merged = True
     return MergedGraph(main, merges)
 
 
