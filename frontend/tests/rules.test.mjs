@@ -28,6 +28,7 @@ test('verdict reads name the rule set only when it is dtype-aware', async () => 
   await api.filter('g', KEY, { precision: ['error'] });
   await api.worst('g', KEY, 'M');
   await api.path('g', KEY, 'M');
+  await api.search('g', KEY, { q: 'mlp' });
   await api.node('g', KEY, 'M'); // the stored rows are msprobe's under either set
   assert.deepEqual(calls, [
     '/api/graphs/g/first-error?side=NPU&step=0&rank=0',
@@ -36,6 +37,7 @@ test('verdict reads name the rule set only when it is dtype-aware', async () => 
     '/api/graphs/g/filter?side=NPU&step=0&rank=0&precision=error&rules=dtype-aware',
     '/api/graphs/g/worst?side=NPU&step=0&rank=0&name=M&rules=dtype-aware',
     '/api/graphs/g/path?side=NPU&step=0&rank=0&name=M&rules=dtype-aware',
+    '/api/graphs/g/search?side=NPU&step=0&rank=0&q=mlp&rules=dtype-aware',
     '/api/graphs/g/node?side=NPU&step=0&rank=0&name=M',
   ]);
 });

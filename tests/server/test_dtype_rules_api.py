@@ -71,6 +71,8 @@ def test_filter_counts_and_badges_follow_the_rule_set(client: TestClient) -> Non
         first["level"] == "error"
         and first["color"] == _get(client, "path", name=ours["items"][0]["name"])["node"]["color"]
     )
+    found = _get(client, "search", q="mlp.out.Linear.forward", rules="dtype-aware")["items"]
+    assert [node["level"] for node in found] == ["pass", "error"]  # layers 0 and 1
     passing = _get(client, "path", name="Module.blocks.0.mlp.GptMlp.forward.0", rules="dtype-aware")
     assert passing["node"]["level"] == "pass" and passing["node"]["precision_index"] == 0
 

@@ -104,7 +104,7 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
     search: (graph, key, { q, regex = false, cursor = null, limit = null }, options = {}) =>
       request('GET', graphUrl(graph, 'search'), {
         ...options,
-        params: { ...keyParams(key), q, regex, cursor, limit },
+        params: ruled({ ...keyParams(key), q, regex, cursor, limit }),
       }),
     filter: (graph, key, { precision = [], overflow = [], unmatched = false, leavesOnly = false, cursor = null, limit = null }, options = {}) =>
       request('GET', graphUrl(graph, 'filter'), {

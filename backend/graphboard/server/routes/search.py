@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from graphboard.compare.result import level_of_label
 from graphboard.server import present, schemas
-from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, PageLimit, SettingsDep
+from graphboard.server.deps import Cursor, ExistingGraph, PageLimit, SettingsDep
 from graphboard.server.errors import InvalidParameters
 from graphboard.server.rules import RuledDb
 from graphboard.store.name_regex import SearchTooSlow
@@ -59,7 +59,7 @@ async def _regex_search(
 
 @router.get("/{graph:path}/search", response_model=schemas.SearchPage, summary="Search node names")
 async def search(
-    db: GraphDb,
+    db: RuledDb,
     key: ExistingGraph,
     settings: SettingsDep,
     q: Annotated[str, Query(min_length=1, max_length=1024, description="text or regex")],
