@@ -56,6 +56,7 @@ LAYOUTS = {
         Layout("tp2pp2", tp=2, pp=2),
         Layout("sp", tp=2, sequence_parallel=True),
         Layout("dp2tp2", tp=2, dp=2),
+        Layout("dp2tp2pp2", tp=2, pp=2, dp=2),  # msprobe's full strategy: 8 ranks
         Layout("tp2-wrong", tp=2, wrong_layer=1),
     )
 }

@@ -7,6 +7,7 @@ tb_stack, tb_config)."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,39 @@ def test_a_merged_build_keeps_no_cross_rank_links(parallel_dump: DumpFn, tmp_pat
             assert conn.execute("SELECT COUNT(*) FROM gb_links").fetchone() == (0,)
         meta = dict(conn.execute("SELECT key, value FROM gb_meta"))
     assert "not in the dump" not in json.dumps(meta)
+
+
+def test_a_full_merge_is_msprobes_but_for_the_apis_msprobe_loses(
+    parallel_dump: DumpFn, parallel_reference: ReferenceFn, tmp_path: Path
+) -> None:
+    """TP x PP x DP (msprobe's full strategy). msprobe names the between-module APIs of the
+    second TP chain's own first stage as the main rank's, so they overwrite each other in its
+    file; graphboard suffixes them ``_rank<r>`` (docs/differences.md) and keeps them. Every
+    other cell is msprobe's, and the nodes both have come in msprobe's order."""
+    made = parallel_dump("dp2tp2pp2", "mix")
+    ours = _cells(_build(made.root, "dp2tp2pp2", tmp_path, False))
+    theirs = _cells(parallel_reference("dp2tp2pp2", "mix"))
+    assert sorted(theirs.keys() - ours.keys()) == []
+    extra = sorted(ours.keys() - theirs.keys())
+    collection = re.compile(r"^Apis_Between_Modules_Rank(\d+)\.\d+$")
+
+    def suffixed_in_its_rank_collection(key: tuple[int, str]) -> bool:
+        found = collection.match(ours[key]["up_node"])
+        return found is not None and f"_rank{found.group(1)}." in key[1]
+
+    assert extra and all(suffixed_in_its_rank_collection(key) for key in extra), extra[:5]
+    renamed = {ours[key]["up_node"] for key in extra}
+    differing = [
+        (key, column)
+        for key in sorted(theirs)
+        for column in COLUMNS
+        if column != "node_order"
+        and not (column == "sub_nodes" and key[1] in renamed)
+        and ours[key][column] != theirs[key][column]
+    ]
+    assert differing == [], differing[:5]
+    for rank in sorted({rank for rank, _ in theirs}):
+        shared = [key for key in theirs if key[0] == rank]
+        by_ours = sorted(shared, key=lambda key: ours[key]["node_order"])
+        by_theirs = sorted(shared, key=lambda key: theirs[key]["node_order"])
+        assert by_ours == by_theirs

@@ -57,7 +57,13 @@ def merge_api_collections(graphs: Sequence[Graph], ranks: Sequence[int]) -> None
                     collection.parent = None
                     collection.attach(node)
                     main.nodes[collection.name] = collection
-                    main.nodes.update((child.name, child) for child in collection.children)
+                    rank = _rank_of(collection.name)
+                    for child in collection.children:
+                        # beyond msprobe: the APIs of another chain's own first stage get its
+                        # rank too, where msprobe leaves their names to collide with the main's
+                        if rank != ranks[0] and f"_rank{rank}" not in child.name:
+                            child.name = rank_name(child.name, rank)
+                        main.nodes[child.name] = child
             continue
         if node.type is not NodeType.API_COLLECTION:
             children.append(node)
