@@ -1,6 +1,6 @@
-"""The merge (TP, PP, TP+PP, DP replicas) against msprobe's own merged files of the same real dumps: every node of the
-module hierarchy has msprobe's ``parallel_merge_info`` and msprobe's merged statistics, and
-keeps each rank's own statistics beside them."""
+"""The merge stage (TP, PP, TP+PP, DP replicas) in memory against msprobe's merged files of
+the same real dumps: every node of the module hierarchy has msprobe's ``parallel_merge_info``
+and merged statistics, and keeps each rank's own statistics beside them."""
 
 from __future__ import annotations
 
