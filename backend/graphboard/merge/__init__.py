@@ -1,3 +1,5 @@
-"""Parallel merge: the ranks of a TP/PP/VPP run merged into one graph per data-parallel
-replica, a stage between reading a replica's ranks and matching (flags.py: the command-line
-flags; layout.py: which ranks merge into which graph; plan.py: the flags against the folders)."""
+"""Parallel merge: the ranks of a TP/PP run merged into one graph per data-parallel replica,
+a stage between reading a replica's ranks and matching. flags.py: the command-line flags;
+layout.py: which ranks merge into which graph; plan.py: the flags against the folders, one task
+per replica; stats.py: merged statistics; tp.py, pp.py, apis.py: the merges; stage.py: the
+stage the build core calls (merged_sides)."""
