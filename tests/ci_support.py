@@ -23,6 +23,7 @@ import httpx
 from graphboard.server.app import create_app
 from graphboard.server.catalog import Catalog, tokens
 from graphboard.server.settings import Settings
+from stopping_support import default_stop_signals
 
 JOB_TIMEOUT = 120.0
 
@@ -123,6 +124,7 @@ def serve_process(data_dir: Path, port: int, **env: str) -> subprocess.Popen[byt
         env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=default_stop_signals,  # the stop tests send it SIGINT and SIGHUP
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -3,6 +3,7 @@ signal comes, the processes below a pid, and waits bounded in time (never timing
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -16,6 +17,15 @@ MAKER = REPO / "bench" / "make_synthetic_dump.py"
 # a few seconds here, written in under a second a side.
 LAYERS = 300
 CHILDREN_GONE_SECONDS = 2.0  # what the issue allows a stopped build's children
+
+
+def default_stop_signals() -> None:
+    """A child's ``preexec_fn``: SIGINT and SIGHUP as a program started from a terminal gets
+    them. A test run started under ``nohup`` (or as a shell's background job) passes them on
+    ignored, and a build or server that ignores the signal a test sends cannot be stopped
+    by it."""
+    for signum in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def synthetic_dump(folder: Path, variant: str, ranks: int = 1, layers: int = LAYERS) -> Path:

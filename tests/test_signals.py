@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from dumpmaker import USER_FILE, assert_nothing_written, output_folder
-from stopping_support import assert_all_gone, descendants, synthetic_dump, wait_for
+from stopping_support import (
+    assert_all_gone,
+    default_stop_signals,
+    descendants,
+    synthetic_dump,
+    wait_for,
+)
 from test_cli import COMMAND
 
 STOP_SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
@@ -45,7 +51,10 @@ def _stop_mid_build(
     output, errors = out.parent / "stdout", out.parent / "stderr"
     with output.open("w") as stdout_file, errors.open("w") as stderr_file:
         process = subprocess.Popen(
-            [*COMMAND, *map(str, arguments)], stdout=stdout_file, stderr=stderr_file
+            [*COMMAND, *map(str, arguments)],
+            stdout=stdout_file,
+            stderr=stderr_file,
+            preexec_fn=default_stop_signals,
         )
     try:
         wait_for(
