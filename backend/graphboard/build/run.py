@@ -15,6 +15,7 @@ from graphboard.build.finish import finish_build
 from graphboard.build.options import BuildOptions, BuildResult, Task, TaskResult
 from graphboard.build.plan import plan_build
 from graphboard.build.task import run_task
+from graphboard.dump.layout import RankDir
 from graphboard.errors import GraphboardError
 from graphboard.progress import ProgressCallback, silent
 from graphboard.stopping import die_with_parent
@@ -23,8 +24,8 @@ if TYPE_CHECKING:  # imported where a pool is started: a lone task needs none of
     from concurrent.futures import ProcessPoolExecutor
 
 POOL_MIN_BYTES = 48 * 1024 * 1024  # below this much dump.json, starting workers costs more
-# Below this much golden dump.json, a lone compare reads its two sides one after the other:
-# starting a process to read one costs more than it saves.
+# Below this much dump.json to read aside, a lone task reads its rank folders one after the
+# other: starting a process to read them costs more than it saves.
 ASIDE_MIN_BYTES = 8 * 1024 * 1024
 
 
@@ -53,13 +54,14 @@ def workers_for(options: BuildOptions, tasks: list[Task]) -> int:
 
 
 def _dump_bytes(tasks: list[Task]) -> int:
-    total = 0
-    for task in tasks:
-        for rank_dir in (task.target, task.golden):
-            if rank_dir is not None:
-                with suppress(OSError):  # a missing file is reported when the task reads it
-                    total += rank_dir.file("dump.json").stat().st_size
-    return total
+    return _folder_bytes([folder for task in tasks for folder in _folders(task)])
+
+
+def _folders(task: Task) -> list[RankDir]:
+    """Every rank folder the task reads."""
+    if task.merge is not None:
+        return task.merge.rank_folders()
+    return [folder for folder in (task.target, task.golden) if folder is not None]
 
 
 def run_tasks(
@@ -72,8 +74,9 @@ def run_tasks(
             0.95 * done / len(tasks), f"{done}/{len(tasks)} step {result.step} rank {result.rank}"
         )
 
-    if _reads_golden_aside(options, tasks):
-        result = _run_reading_golden_aside(tasks[0], options, parts[0])
+    folders = _folders_read_aside(options, tasks)
+    if folders:
+        result = _run_reading_aside(tasks[0], options, parts[0], folders)
         report(1, result)
         return [result]
     if workers_for(options, tasks) == 1:
@@ -85,37 +88,56 @@ def run_tasks(
     return _run_in_pool(tasks, options, parts, report)
 
 
-def _reads_golden_aside(options: BuildOptions, tasks: list[Task]) -> bool:
-    """Whether a lone compare reads its golden side in a second process while this one reads
-    the target: with a second core to do it (-w 2 asks for it on any input), and enough to
-    read."""
-    if len(tasks) != 1 or tasks[0].golden is None or tasks[0].merge is not None:
-        return False  # a merged replica reads its ranks itself (merge/stage.py)
+def _folders_read_aside(options: BuildOptions, tasks: list[Task]) -> list[RankDir]:
+    """The rank folders a lone task has read in other processes while it works itself: a
+    compare's golden side while it reads the target, a merged replica's ranks while it builds
+    and merges those already read. Only with a second core to do it (-w 2 or more asks for it
+    on any input, -w 1 never) and enough to read."""
+    if len(tasks) != 1:
+        return []  # several tasks run side by side instead (_run_in_pool)
+    task = tasks[0]
+    if task.merge is not None:
+        folders = task.merge.rank_folders()  # all read aside, the task merging as they come
+    elif task.golden is not None:
+        folders = [task.golden]  # the task reads its target meanwhile
+    else:
+        return []  # a lone build: nothing to read beside its one rank
     if options.workers is not None:
-        return options.workers >= 2
+        return folders if options.workers >= 2 else []
     if (os.cpu_count() or 1) < 2:
-        return False
-    try:
-        return tasks[0].golden.file("dump.json").stat().st_size >= ASIDE_MIN_BYTES
-    except OSError:  # reported by the read itself
-        return False
+        return []
+    return folders if _folder_bytes(folders) >= ASIDE_MIN_BYTES else []
 
 
-def _run_reading_golden_aside(task: Task, options: BuildOptions, part: Path) -> TaskResult:
+def _folder_bytes(folders: list[RankDir]) -> int:
+    total = 0
+    for folder in folders:
+        with suppress(OSError):  # a missing file is reported when the task reads it
+            total += folder.file("dump.json").stat().st_size
+    return total
+
+
+def _run_reading_aside(
+    task: Task, options: BuildOptions, part: Path, folders: list[RankDir]
+) -> TaskResult:
     from concurrent.futures import ProcessPoolExecutor
 
     from graphboard.graph.builder import read_records
 
-    assert task.golden is not None
+    # a compare's golden side is one read; a replica's ranks, one a worker
+    workers = (
+        1 if task.merge is None else min(options.workers or os.cpu_count() or 1, len(folders), 8)
+    )
     pool = ProcessPoolExecutor(
-        max_workers=1,
+        max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
     try:
-        golden_records = pool.submit(read_records, task.golden)
-        return run_task(task, options, part, whole_file=True, golden_records=golden_records)
+        # submitted in the order the task reads them: the first is ready first
+        read_aside = {folder: pool.submit(read_records, folder) for folder in folders}
+        return run_task(task, options, part, whole_file=True, read_aside=read_aside)
     except BaseException:
         _kill_workers(pool)
         raise

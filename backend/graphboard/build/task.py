@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +18,7 @@ from graphboard.build import stages
 from graphboard.build.options import BuildOptions, Task, TaskResult
 from graphboard.build.stages import Side
 from graphboard.compare.result import DataMode
+from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords
 from graphboard.graph.model import Graph
 from graphboard.progress import Stopwatch
@@ -49,32 +50,31 @@ def run_task(
     options: BuildOptions,
     part: Path,
     whole_file: bool = True,
-    golden_records: Future[DumpRecords] | None = None,
+    read_aside: Mapping[RankDir, Future[DumpRecords]] | None = None,
 ) -> TaskResult:
     """Build (and compare) one (step, rank) into ``part``. ``whole_file``: the part becomes the
     .vis.db, so it gets msprobe's indexes (parts merged into one file are indexed there).
-    ``golden_records``: the golden side's read stage, run elsewhere (build/run.py reads a lone
-    compare's two sides in two processes), else this process reads it after the target."""
+    ``read_aside``: the read stage of some of the task's rank folders, run by other processes
+    (build/run.py: a lone compare's golden side, a merged replica's ranks); this process
+    reads the others itself."""
     started = time.perf_counter()
     clock = Stopwatch()
     with without_cycle_collection():
         target_side, golden_side = Side.target_of(task), Side.golden_of(task)
         golden: Graph | None = None
+        read = _reader(read_aside or {})
         if task.merge is not None:  # a merged replica: its ranks read and merged into one
             from graphboard.merge.stage import merged_sides
 
-            target, golden = merged_sides(task.merge)
+            target, golden = merged_sides(task.merge, read)
+            clock.lap("wait for and merge ranks" if read_aside else "read and merge ranks")
         else:
-            target = stages.hierarchy(target_side, stages.read(target_side))
-        clock.lap("read target")
+            target = stages.hierarchy(target_side, read(target_side))
+            clock.lap("read target")
         if golden_side is not None and task.merge is None:
-            records = (
-                stages.read(golden_side)
-                if golden_records is None
-                else _golden_read_aside(golden_records)
-            )
-            golden = stages.hierarchy(golden_side, records)
-            clock.lap("read golden" if golden_records is None else "wait for and build golden")
+            golden = stages.hierarchy(golden_side, read(golden_side))
+            aside = read_aside is not None and golden_side.dump in read_aside
+            clock.lap("wait for and build golden" if aside else "read golden")
         graphs = [target] if golden is None else [target, golden]
         if options.overflow_check:
             for graph in graphs:
@@ -106,13 +106,21 @@ def run_task(
     return result
 
 
-def _golden_read_aside(records: Future[DumpRecords]) -> DumpRecords:
-    """The golden side's records, read by another process; the modules the later stages
-    import when first needed are imported while it still reads, instead of after."""
-    if not records.done():
-        writer.load_summary_modules()
-        import graphboard.distributed  # noqa: F401
-    return records.result()
+def _reader(read_aside: Mapping[RankDir, Future[DumpRecords]]) -> Callable[[Side], DumpRecords]:
+    """The read stage of a task some of whose folders other processes read: theirs waited for,
+    the others read here."""
+
+    def read(side: Side) -> DumpRecords:
+        future = read_aside.get(side.dump)
+        if future is None:
+            return stages.read(side)
+        if not future.done():
+            # the modules later stages import when first needed, imported while waiting
+            writer.load_summary_modules()
+            import graphboard.distributed  # noqa: F401
+        return future.result()
+
+    return read
 
 
 def _write_part(

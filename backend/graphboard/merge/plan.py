@@ -34,6 +34,13 @@ class ReplicaTask:
     def rank(self) -> int:
         return self.target.main_rank
 
+    def rank_folders(self) -> list[RankDir]:
+        """Every rank folder of the task, in the order the merge stage reads them."""
+        folders = [self.target_ranks[rank] for rank in self.target.ranks]
+        if self.golden is not None and self.golden_ranks is not None:
+            folders += [self.golden_ranks[rank] for rank in self.golden.ranks]
+        return folders
+
 
 @dataclass(frozen=True, slots=True)
 class MergePlan:

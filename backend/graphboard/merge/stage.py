@@ -9,11 +9,12 @@ its merge exists. The merged graph is the main rank's, changed in place.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from graphboard.build import stages
 from graphboard.dump.layout import RankDir
+from graphboard.graph.builder import DumpRecords
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 from graphboard.merge.apis import merge_api_collections, sort_by_rank
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError
@@ -21,6 +22,8 @@ from graphboard.merge.layout import Replica, Strategy, strategy_of
 from graphboard.merge.plan import ReplicaTask
 from graphboard.merge.pp import merge_pp
 from graphboard.merge.tp import Merges, merge_tp
+
+Reader = Callable[[stages.Side], DumpRecords]
 
 
 @dataclass(slots=True)
@@ -74,12 +77,14 @@ def merge_replica(
     ranks: Mapping[int, RankDir],
     label: str,
     step: int,
+    read: Reader = stages.read,
 ) -> MergedGraph:
-    """Read the replica's ranks and merge them into its main rank's graph."""
+    """Read the replica's ranks and merge them into its main rank's graph. ``read``: the read
+    stage (build/task.py hands one that takes what other processes have read)."""
     graphs: dict[int, Graph] = {}
     for rank in replica.ranks:
         side = stages.Side(ranks[rank], label, step, rank)
-        graphs[rank] = stages.hierarchy(side, stages.read(side))
+        graphs[rank] = stages.hierarchy(side, read(side))
     merges = merge_graphs(flags, replica, graphs)
     main = graphs[replica.main_rank]
     for rank, graph in graphs.items():
@@ -90,9 +95,9 @@ def merge_replica(
     return MergedGraph(main, merges)
 
 
-def merged_sides(task: ReplicaTask) -> tuple[Graph, Graph | None]:
+def merged_sides(task: ReplicaTask, read: Reader = stages.read) -> tuple[Graph, Graph | None]:
     """The build core's read and hierarchy stages for a merged replica: each side's ranks
-    read and merged, every merged node carrying its NodeMerge (``Node.merge``)."""
+    read (by ``read``) and merged, every merged node carrying its NodeMerge (``Node.merge``)."""
     assert task.options is not None
     sides: list[Graph] = []
     for label, flags, replica, ranks in (
@@ -101,7 +106,7 @@ def merged_sides(task: ReplicaTask) -> tuple[Graph, Graph | None]:
     ):
         if flags is None or replica is None or ranks is None:
             continue
-        merged = merge_replica(flags, replica, ranks, label, task.step)
+        merged = merge_replica(flags, replica, ranks, label, task.step, read)
         for name, merge in merged.merges.items():
             merged.graph.nodes[name].merge = merge
         sides.append(merged.graph)
