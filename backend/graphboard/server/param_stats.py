@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from graphboard.dump.records import Param, Stat
+from graphboard.merge.tp import RankStats
 from graphboard.server import schemas
 
 
@@ -41,3 +42,23 @@ def param_stats(param: Param) -> schemas.ParamStats:
 def stats_by_name(node_name: str, params: list[Param]) -> dict[str, schemas.ParamStats]:
     """Each parameter's statistics by its full name, as the node view's rows name them."""
     return {param.full_name(node_name): param_stats(param) for param in params}
+
+
+def rank_stats_by_name(
+    node_name: str, ranks: dict[str, list[RankStats]]
+) -> dict[str, list[schemas.RankStatsOut]]:
+    """Each merged parameter's per-rank statistics (the reader's ``rank_stats``) by its full
+    name, as ``stats_by_name`` names them."""
+    return {
+        f"{node_name}.{key}": [
+            schemas.RankStatsOut(
+                rank=rank,
+                max=stat_number(top),
+                min=stat_number(bottom),
+                mean=stat_number(mean),
+                norm=stat_number(norm),
+            )
+            for rank, top, bottom, mean, norm in stats
+        ]
+        for key, stats in ranks.items()
+    }

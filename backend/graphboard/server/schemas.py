@@ -154,6 +154,12 @@ class ParamStats(ApiModel):
     norm: StatNumber
 
 
+class RankStatsOut(ParamStats):
+    """One rank's own statistics of a parameter a parallel merge merged."""
+
+    rank: int
+
+
 class ParamFields(ApiModel):
     name: str = Field(description="full parameter name as stored")
     fields: dict[str, Any] = Field(
@@ -163,6 +169,11 @@ class ParamFields(ApiModel):
         default=None,
         description='its Max, Min, Mean and Norm as numbers ("nan", "inf", "-inf" for those '
         "JSON cannot hold); null when the node's parameters do not include it",
+    )
+    ranks: list[RankStatsOut] | None = Field(
+        default=None,
+        description="a parallel merge's parameter: each rank's own statistics, in the order "
+        "merged (the main rank first), beside the merged ``stats``; null when not merged",
     )
 
 

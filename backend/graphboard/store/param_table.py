@@ -71,12 +71,20 @@ def encode(nodes: Sequence[tuple[int, list[Param]]]) -> bytes | str:
         [len(node_params) for _order, node_params in nodes],
         *fields,
     ]
-    if (
+    exact = (
         any(_non_finite(fields[index]) for index in _STATISTICS)
         or _non_finite(values)
         or any(_not_json(value) for value in values if value.__class__ in _CONTAINERS)
         or any(_not_json(extra) for extra in extras if extra is not None)
-    ):
+    )
+    return dump_columns(columns, exact)
+
+
+def dump_columns(columns: list[list[Any]], exact: bool) -> bytes | str:
+    """A row's columns as orjson's BLOB, or as the standard json module's TEXT when ``exact``
+    (a NaN or an infinity in them) or orjson refuses a value (an integer past 64 bits); the
+    encoding of gb_params, shared by the other columnar gb_* tables (store/rank_stats.py)."""
+    if exact:
         return json.dumps(columns, ensure_ascii=False)
     try:
         return orjson.dumps(columns)
@@ -84,9 +92,20 @@ def encode(nodes: Sequence[tuple[int, list[Param]]]) -> bytes | str:
         return json.dumps(columns, ensure_ascii=False)
 
 
+def load_columns(data: bytes | str) -> list[Any]:
+    """The columns ``dump_columns`` wrote."""
+    loaded: list[Any] = json.loads(data) if isinstance(data, str) else orjson.loads(data)
+    return loaded
+
+
+def has_non_finite(column: list[Any]) -> bool:
+    """Whether a column of numbers (and other values) holds NaN or an infinity."""
+    return _non_finite(column)
+
+
 def decode(data: bytes | str) -> dict[int, list[Param]]:
     """The parameters a row holds, by node_order, field for field as they were written."""
-    orders, counts, *fields = json.loads(data) if isinstance(data, str) else orjson.loads(data)
+    orders, counts, *fields = load_columns(data)
     params = param_columns.params_of(fields)
     found: dict[int, list[Param]] = {}
     start = 0

@@ -20,7 +20,7 @@ import orjson
 
 from graphboard.compare.result import DataMode, Level
 from graphboard.graph.model import Graph, Node, NodeType
-from graphboard.store import param_table, schema
+from graphboard.store import param_table, rank_stats, schema
 from graphboard.store.display import node_display_json
 from graphboard.store.sink import PartSink
 from graphboard.store.sink import open_db as open_db  # build/finish.py opens parts with it
@@ -205,6 +205,7 @@ def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) 
         _write_graph_summary(conn, graph, counterpart is not None)
         rule_columns.write(conn, graph)
     param_table.write(conn, (graph for graph, _counterpart in graphs))
+    rank_stats.write(conn, (graph for graph, _counterpart in graphs))  # merged builds only
 
 
 def write_graphs(
@@ -286,6 +287,7 @@ def merge_part(conn: sqlite3.Connection, part: Path) -> None:
         conn.execute("BEGIN")
         for table in _COPIED_TABLES:
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
+        rank_stats.copy_part(conn)  # only a merged build's parts have the table
         conn.execute("COMMIT")
     finally:
         conn.execute("DETACH DATABASE part")

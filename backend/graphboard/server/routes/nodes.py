@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
-from graphboard.server.param_stats import stats_by_name
+from graphboard.server.param_stats import rank_stats_by_name, stats_by_name
 from graphboard.server.rules import RuledDb
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
@@ -89,10 +89,19 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
         for side, found in (("NPU", target), ("Bench", golden))
         if found is not None
     }
+    ranks = {
+        side: rank_stats_by_name(
+            found.name,
+            db.rank_stats(GraphKey(side, key.step, key.rank), found.summary.node_order),
+        )
+        for side, found in (("NPU", target), ("Bench", golden))
+        if found is not None
+    }
     for row in rows:
         for side, fields in (("NPU", row.target), ("Bench", row.golden)):
             if fields is not None:
                 fields.stats = stats[side].get(fields.name)
+                fields.ranks = ranks[side].get(fields.name)
     return schemas.NodeDetailOut(
         target=present.side_out(target, "NPU", config) if target else None,
         golden=present.side_out(golden, "Bench", config) if golden else None,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from graphboard.dump.records import Param
-from graphboard.store import param_table
+from graphboard.store import param_table, rank_stats
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.param_parse import params_from_display
 from graphboard.store.reader.opening import Source, table_names
@@ -124,6 +124,14 @@ class NodeData(NodeSummaries):
         if row is None:
             return None
         return self._typed_rows(str(row[0]), [int(row[1])])[int(row[1])]
+
+    def rank_stats(self, key: GraphKey, node_order: int) -> rank_stats.NodeRanks:
+        """Each rank's own statistics of the node's merged parameters, by parameter key (a
+        parallel merge's gb_rank_stats; empty for an unmerged node or a file without it)."""
+        if self.source is not Source.GRAPHBOARD or rank_stats.TABLE not in table_names(self.conn):
+            return {}
+        row = self.conn.execute(_RANK_ROW, (key.graph_id, node_order)).fetchone()
+        return rank_stats.decode(row[0]).get(node_order, {}) if row is not None else {}
 
     def params_by_order(self, key: GraphKey, orders: Sequence[int]) -> dict[int, list[Param]]:
         """The parameters of the given nodes, by node_order, as :meth:`params` gives them."""
@@ -280,6 +288,10 @@ _ROW_OF_ORDER = (
 _ROW_DATA = f"SELECT data FROM main.{param_table.TABLE} WHERE graph_id = ? AND first_order = ?"
 _FIRST_ORDERS = (
     f"SELECT first_order FROM main.{param_table.TABLE} WHERE graph_id = ? ORDER BY first_order"
+)
+_RANK_ROW = (
+    f"SELECT data FROM main.{rank_stats.TABLE} WHERE graph_id = ? AND first_order <= ? "
+    "ORDER BY first_order DESC LIMIT 1"
 )
 _MANY_ORDERS = 256
 _ROWS_KEPT = 16  # decoded gb_params rows kept per open file (256 nodes' parameters each)
