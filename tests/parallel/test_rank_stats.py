@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 from parallel_dumps import LAYOUTS, DumpFn
 
 from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
+from graphboard.server.app import create_app
+from graphboard.server.settings import Settings
 from graphboard.store import rank_stats
 
 LAYER = re.compile(r"(layers\.)(\d+)(\.)")
@@ -97,7 +100,8 @@ def _stored(path: Path) -> dict[tuple[str, str], dict[str, list[Any]]]:
         return found
 
 
-@pytest.mark.parametrize("name", ["tp2", "tp2pp2"])
+# dp2tp2: two replicas, two task parts: the table comes through the part merge
+@pytest.mark.parametrize("name", ["tp2", "tp2pp2", "dp2tp2"])
 def test_each_ranks_stored_statistics_are_its_own_dump(
     name: str, parallel_dump: DumpFn, tmp_path: Path
 ) -> None:
@@ -121,6 +125,9 @@ def test_each_ranks_stored_statistics_are_its_own_dump(
     assert mismatched == [], mismatched[:3]
     assert checked > 100
     assert ranks_seen == set(range(layout.ranks))
+    assert {graph for graph, _node in stored} == {
+        f"NPU_0_{rank}" for rank in range(0, layout.ranks, layout.tp * layout.pp)
+    }
 
 
 def test_an_unmerged_build_has_no_rank_statistics(parallel_dump: DumpFn, tmp_path: Path) -> None:
@@ -131,3 +138,70 @@ def test_an_unmerged_build_has_no_rank_statistics(parallel_dump: DumpFn, tmp_pat
         tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     assert rank_stats.TABLE not in tables
     assert "gb_params" in tables  # a graphboard file, only without the breakdown
+
+
+def _number(value: Any) -> Any:
+    return value if value is None or isinstance(value, int | float) else str(value).lower()
+
+
+def test_a_merged_compare_serves_both_sides_breakdowns(
+    parallel_dump: DumpFn, tmp_path: Path
+) -> None:
+    """tp2pp2 against tp2, both merged: a node merged on both sides gets, per parameter, each
+    side's ranks beside its merged statistics, as stored."""
+    target, golden = LAYOUTS["tp2pp2"], LAYOUTS["tp2"]
+    parallel = parallel_options(
+        rank_size=[target.ranks, golden.ranks],
+        tp=[target.tp, golden.tp],
+        pp=[target.pp, golden.pp],
+        compare=True,
+    )
+    data = tmp_path / "data"
+    (data / "merged").mkdir(parents=True)
+    path = run_build(
+        BuildOptions(
+            target=parallel_dump("tp2pp2", "mix").root,
+            golden=parallel_dump("tp2", "mix").root,
+            output_dir=tmp_path / "out",
+            parallel=parallel,
+        )
+    ).path
+    path.rename(data / "merged" / "tp2pp2-vs-tp2.vis.db")
+    stored = _stored(data / "merged" / "tp2pp2-vs-tp2.vis.db")
+    both = sorted(
+        node
+        for graph, node in stored
+        if graph == "NPU_0_0" and ("Bench_0_0", node) in stored and "ParallelLinear" in node
+    )
+    assert both, "no node merged on both sides"
+    node = both[0]
+    with TestClient(create_app(Settings(data_dir=data))) as client:
+        response = client.get(
+            "/api/graphs/merged/tp2pp2-vs-tp2/node",
+            params={"name": node, "side": "NPU", "step": 0, "rank": 0},
+        )
+    assert response.status_code == 200, response.text
+    rows = response.json()["rows"]
+    for side, graph in (("target", "NPU_0_0"), ("golden", "Bench_0_0")):
+        served = {
+            row["key"]: row[side]["ranks"]
+            for row in rows
+            if row[side] is not None and row[side]["ranks"] is not None
+        }
+        expected = {
+            key: [
+                {
+                    "rank": rank,
+                    "max": _number(top),
+                    "min": _number(bottom),
+                    "mean": _number(mean),
+                    "norm": _number(norm),
+                }
+                for rank, top, bottom, mean, norm in entries
+            ]
+            for key, entries in stored[graph, node].items()
+        }
+        assert served == expected, side
+        assert all(row[side]["stats"] is not None for row in rows if row[side] is not None)
+    unmerged = [row for row in rows if row["target"] and row["target"]["ranks"] is None]
+    assert all(row["key"] not in stored["NPU_0_0", node] for row in unmerged)
