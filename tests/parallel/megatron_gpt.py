@@ -1,8 +1,8 @@
 """A tiny Megatron-style GPT trained one step on gloo (CPU), dumped with msprobe's dumper.
 
 Run with msprobe's torchrun (``.venv-msprobe/bin/torchrun --nproc-per-node N megatron_gpt.py
---out DIR --tp T --pp P [--sequence-parallel] [--wrong-layer K] [--level L0|mix]``); the world
-size gives the data-parallel count (N / (T * P)). Ranks follow Megatron's default order
+--out DIR --tp T --pp P [--vpp V] [--sequence-parallel] [--wrong-layer K] [--level L0|mix]``);
+the world size gives the data-parallel count (N / (T * P)). Ranks follow Megatron's default order
 tp-cp-ep-dp-pp (tp fastest), the one msprobe falls back to when it cannot find the groups.
 
 The model keeps Megatron's module names (``decoder.layers.N.self_attention.linear_qkv`` ...,
@@ -13,7 +13,10 @@ RowParallelLinear's partial sum is all-reduced (or reduce-scattered) right after
 stages pass activations and gradients with send/recv. Each full weight comes from a seed keyed
 by its global name and each rank takes its shard, so every layout computes the same model and
 TP1, TP2, PP2 and TP2xPP2 runs are numerically comparable. ``--wrong-layer K`` scales the
-first MLP weight of global layer K, the bug a compare must find first.
+first MLP weight of global layer K, the bug a compare must find first. ``--vpp V`` (above 1)
+gives each rank V model chunks, each wrapped as Megatron's DDP does (``module.``) and given to
+the dumper as a list (``Module.<chunk>.module...``); one microbatch runs Megatron's interleaved
+schedule simplified: chunk 0 on every stage, then chunk 1 ..., backward in reverse.
 
 This script runs in msprobe's environment only (tests/msprobe_runner.py); the project never
 imports it.
@@ -327,14 +330,16 @@ class TransformerLayer(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, par: Parallel, wrong_layer: int | None):
+    def __init__(self, par: Parallel, wrong_layer: int | None, chunk: int = 0, vpp: int = 1):
         super().__init__()
-        per_stage = LAYERS // par.pp
-        first = par.pp_rank * per_stage  # layers are numbered locally on each stage, as Megatron
+        per_stage = LAYERS // (par.pp * vpp)
+        # layers are numbered locally on each stage (and chunk), as Megatron
+        first = chunk * (LAYERS // vpp) + par.pp_rank * per_stage
         self.layers = nn.ModuleList(
             TransformerLayer(first + i, par, first + i == wrong_layer) for i in range(per_stage)
         )
-        self.final_layernorm = nn.LayerNorm(HIDDEN) if par.last_stage else None
+        last = par.last_stage and chunk == vpp - 1
+        self.final_layernorm = nn.LayerNorm(HIDDEN) if last else None
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         for layer in self.layers:
@@ -343,15 +348,14 @@ class TransformerBlock(nn.Module):
 
 
 class GPTModel(nn.Module):
-    def __init__(self, par: Parallel, wrong_layer: int | None):
+    def __init__(self, par: Parallel, wrong_layer: int | None, chunk: int = 0, vpp: int = 1):
         super().__init__()
         self.par = par
-        self.embedding = LanguageModelEmbedding(par) if par.first_stage else None
-        self.decoder = TransformerBlock(par, wrong_layer)
+        first, last = par.first_stage and chunk == 0, par.last_stage and chunk == vpp - 1
+        self.embedding = LanguageModelEmbedding(par) if first else None
+        self.decoder = TransformerBlock(par, wrong_layer, chunk, vpp)
         self.output_layer = (
-            ColumnParallelLinear("output_layer", HIDDEN, VOCAB, par, gather=True)
-            if par.last_stage
-            else None
+            ColumnParallelLinear("output_layer", HIDDEN, VOCAB, par, gather=True) if last else None
         )
 
     def forward(self, tokens: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
@@ -361,6 +365,17 @@ class GPTModel(nn.Module):
         hidden = self.decoder(hidden)
         # sequence-parallel: the output layer's linear all-gathers the sequence itself
         return hidden if self.output_layer is None else self.output_layer(hidden)
+
+
+class ModelChunk(nn.Module):
+    """Megatron's DDP wrapper of one virtual-pipeline chunk: its module is ``module``."""
+
+    def __init__(self, model: GPTModel):
+        super().__init__()
+        self.module = model
+
+    def forward(self, tokens: torch.Tensor, hidden: torch.Tensor | None = None) -> torch.Tensor:
+        return self.module(tokens, hidden)
 
 
 def batch(par: Parallel) -> tuple[torch.Tensor, torch.Tensor]:
@@ -401,6 +416,11 @@ def train_step(model: GPTModel, par: Parallel) -> float | None:
     if received is not None:
         assert received.grad is not None
         dist.send(received.grad, dst=previous, group=par.pp_group)
+    reduce_gradients(model, par)
+    return loss_value
+
+
+def reduce_gradients(model: nn.Module, par: Parallel) -> None:
     if par.sequence_parallel and par.tp > 1:  # Megatron's _allreduce_layernorm_grads
         for module in model.modules():
             if isinstance(module, nn.LayerNorm):
@@ -412,7 +432,44 @@ def train_step(model: GPTModel, par: Parallel) -> float | None:
             if parameter.grad is not None:
                 dist.all_reduce(parameter.grad, group=par.dp_group)
                 parameter.grad.div_(par.dp)
-    return loss_value
+
+
+def train_step_interleaved(chunks: list[ModelChunk], par: Parallel) -> float | None:
+    """One microbatch through Megatron's interleaved schedule, simplified: the activations go
+    stage 0 chunk 0, stage 1 chunk 0, ..., stage 0 chunk 1, ... (the last stage's chunk c
+    sends to the first stage's chunk c + 1); the gradients go back the same way reversed."""
+    tokens, labels = batch(par)
+    stage, count = par.pp_rank, len(chunks)
+    previous, following = par.pp_ranks[stage - 1], par.pp_ranks[(stage + 1) % par.pp]
+    received: list[torch.Tensor | None] = []
+    outputs: list[torch.Tensor] = []
+    loss: torch.Tensor | None = None
+    for chunk, model in enumerate(chunks):
+        hidden: torch.Tensor | None = None
+        if stage > 0 or chunk > 0:
+            hidden = torch.zeros(hidden_shape(par))
+            dist.recv(hidden, src=previous, group=par.pp_group)
+            hidden.requires_grad_()
+        received.append(hidden)
+        outputs.append(model(tokens, hidden))
+        if par.last_stage and chunk == count - 1:
+            logits = outputs[-1].transpose(0, 1).reshape(-1, VOCAB)
+            loss = F.cross_entropy(logits, labels.reshape(-1))
+        else:
+            dist.send(outputs[-1].detach(), dst=following, group=par.pp_group)
+    for chunk in reversed(range(count)):
+        if loss is not None and chunk == count - 1:
+            loss.backward()
+        else:
+            grad = torch.zeros_like(outputs[chunk])
+            dist.recv(grad, src=following, group=par.pp_group)
+            outputs[chunk].backward(grad)
+        hidden = received[chunk]
+        if hidden is not None:
+            assert hidden.grad is not None
+            dist.send(hidden.grad, dst=previous, group=par.pp_group)
+    reduce_gradients(nn.ModuleList(chunks), par)
+    return None if loss is None else loss.item()
 
 
 def main() -> None:
@@ -420,6 +477,7 @@ def main() -> None:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--pp", type=int, default=1)
+    parser.add_argument("--vpp", type=int, default=1)
     parser.add_argument("--sequence-parallel", action="store_true")
     parser.add_argument("--wrong-layer", type=int)
     parser.add_argument("--level", choices=("L0", "mix"), default="mix")
@@ -439,12 +497,23 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(json.dumps(config))
     debugger = PrecisionDebugger(config_path=str(config_path))
-    model = GPTModel(par, args.wrong_layer)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    if args.vpp > 1:
+        chunks = [
+            ModelChunk(GPTModel(par, args.wrong_layer, chunk, args.vpp))
+            for chunk in range(args.vpp)
+        ]
+    else:
+        model = GPTModel(par, args.wrong_layer)
+    parameters = nn.ModuleList(chunks).parameters() if args.vpp > 1 else model.parameters()
+    optimizer = torch.optim.SGD(parameters, lr=0.1)
     for _ in range(2):  # step 0 dumped, step 1 trains on the updated weights undumped
         optimizer.zero_grad()
-        debugger.start(model)
-        loss = train_step(model, par)
+        if args.vpp > 1:
+            debugger.start(chunks)  # a list of chunks, as Megatron gives it
+            loss = train_step_interleaved(chunks, par)
+        else:
+            debugger.start(model)
+            loss = train_step(model, par)
         debugger.stop()
         debugger.step()
         optimizer.step()

@@ -21,12 +21,14 @@ SCRIPT = Path(__file__).with_name("megatron_gpt.py")
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """A parallel layout of the model: Megatron's tp, pp and the data-parallel count."""
+    """A parallel layout of the model: Megatron's tp, pp, the virtual pipeline's chunks per
+    rank (vpp) and the data-parallel count."""
 
     name: str
     tp: int = 1
     pp: int = 1
     dp: int = 1
+    vpp: int = 1
     sequence_parallel: bool = False
     wrong_layer: int | None = None  # a global layer number whose first MLP weight is off
 
@@ -36,10 +38,13 @@ class Layout:
 
     def merge_flags(self) -> list[str]:
         """msprobe graph_visualize's flags that merge this layout (one value each: a build)."""
-        return ["--rank_size", str(self.ranks), "--tp", str(self.tp), "--pp", str(self.pp)]
+        flags = ["--rank_size", str(self.ranks), "--tp", str(self.tp), "--pp", str(self.pp)]
+        return flags + (["--vpp", str(self.vpp)] if self.vpp > 1 else [])
 
     def script_arguments(self) -> list[str]:
         arguments = ["--tp", str(self.tp), "--pp", str(self.pp)]
+        if self.vpp > 1:
+            arguments += ["--vpp", str(self.vpp)]
         if self.sequence_parallel:
             arguments.append("--sequence-parallel")
         if self.wrong_layer is not None:
@@ -58,6 +63,7 @@ LAYOUTS = {
         Layout("dp2tp2", tp=2, dp=2),
         Layout("dp2tp2pp2", tp=2, pp=2, dp=2),  # msprobe's full strategy: 8 ranks
         Layout("tp2-wrong", tp=2, wrong_layer=1),
+        Layout("pp2vpp2", pp=2, vpp=2),  # interleaved: two model chunks a rank
     )
 }
 
@@ -79,6 +85,8 @@ def compare_flags(target: Layout, golden: Layout) -> list[str]:
     """msprobe graph_visualize's merge flags for a compare: two values each, target first."""
     pairs = (("--rank_size", target.ranks, golden.ranks), ("--tp", target.tp, golden.tp))
     pairs += (("--pp", target.pp, golden.pp),)
+    if target.vpp > 1 or golden.vpp > 1:
+        pairs += (("--vpp", target.vpp, golden.vpp),)
     return [item for flag, first, second in pairs for item in (flag, str(first), str(second))]
 
 

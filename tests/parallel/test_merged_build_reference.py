@@ -47,7 +47,7 @@ def _cells(path: Path) -> dict[tuple[int, str], dict[str, Any]]:
 def _build(root: Path, name: str, out: Path, overflow_check: bool) -> Path:
     layout = LAYOUTS[name]
     parallel = parallel_options(
-        rank_size=[layout.ranks], tp=[layout.tp], pp=[layout.pp], compare=False
+        rank_size=[layout.ranks], tp=[layout.tp], pp=[layout.pp], vpp=[layout.vpp], compare=False
     )
     options = BuildOptions(
         target=root, output_dir=out, overflow_check=overflow_check, parallel=parallel
@@ -64,6 +64,8 @@ def _build(root: Path, name: str, out: Path, overflow_check: bool) -> Path:
         ("tp2pp2", "mix", True),
         ("tp2pp2", "L0", False),
         ("dp2tp2", "mix", False),
+        ("pp2vpp2", "mix", True),
+        ("pp2vpp2", "L0", False),
     ],
 )
 def test_a_merged_build_is_msprobes_file(

@@ -30,6 +30,7 @@ class _PipelineMerge:
         self.rank_of = {id(graph): rank for graph, rank in zip(graphs, ranks, strict=True)}
         self.marks: dict[Node, Mark] = {}
         self.split: set[str] = set()  # main's pipeline-split nodes, by name
+        self.joined: set[Node] = set()  # the other stages' nodes joined as siblings (their tops)
 
     def mark(self, node: Node, rank: int, position: int) -> None:
         """Note a node (and its subtree) of another stage with its position and rank; each
@@ -103,6 +104,7 @@ class _PipelineMerge:
         else:
             joined.sort(key=lambda child: (-self.marks[child][1], self.marks[child][0]))
             parent.children = joined + plain
+        self.joined.update(joined)
         numbers: dict[Node, int] = {}
         index = -1
         for child in parent.children if forward else reversed(parent.children):
@@ -148,13 +150,15 @@ def _with(node: Node, last: Node, take_outputs: bool) -> list[Param]:
     return others(theirs) + outputs(mine)
 
 
-def merge_pp(graphs: Sequence[Graph], ranks: Sequence[int]) -> None:
+def merge_pp(graphs: Sequence[Graph], ranks: Sequence[int]) -> tuple[set[str], set[Node]]:
     """Merge ``graphs`` (one per stage of a pipeline chain, ``ranks`` in the same order) into
-    ``graphs[0]``."""
+    ``graphs[0]``; return the names of its pipeline-split nodes and the nodes joined beside
+    them (the VPP merge starts from both)."""
     if len(graphs) < 2:
-        return
+        return set(), set()
     merge = _PipelineMerge(graphs, ranks)
     for node in list(merge.main.root.children):
         if node.type is NodeType.MODULE and node.name not in UNMERGED_PARENTS:
             merge.merge(node)
             merge.order_and_rename(node)
+    return merge.split, merge.joined

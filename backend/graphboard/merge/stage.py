@@ -3,8 +3,8 @@
 The strategies as msprobe runs them (reference-builder.md 6.1, 6.7): TP merges the replica's
 TP group; PP its pipeline chain; TP+PP gathers every rank's API collections, merges each chain,
 then merges the chains' first stages across TP; the full strategy (DP above 1) merges each
-chain with its own collections, then the chains' first stages. VPP is refused by name until
-its merge exists. The merged graph is the main rank's, changed in place.
+chain with its own collections, then the chains' first stages. VPP merges the chain as PP
+does, then its model chunks (vpp.py). The merged graph is the main rank's, changed in place.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 from graphboard.merge.apis import merge_api_collections, sort_by_rank
-from graphboard.merge.flags import ParallelFlags, ParallelFlagsError
+from graphboard.merge.flags import ParallelFlags
 from graphboard.merge.layout import Replica, Strategy, strategy_of
 from graphboard.merge.plan import ReplicaTask
 from graphboard.merge.pp import merge_pp
 from graphboard.merge.tp import Merges, merge_tp
+from graphboard.merge.vpp import merge_vpp
 
 Reader = Callable[[stages.Side], DumpRecords]
 
@@ -44,11 +45,6 @@ def merge_graphs(flags: ParallelFlags, replica: Replica, graphs: Mapping[int, Gr
     strategy = strategy_of(flags)
     # the rank each node was dumped on, before the pipeline merge moves some between graphs
     node_ranks = {node: rank for rank, graph in graphs.items() for node in graph.nodes.values()}
-    if strategy is Strategy.VPP:
-        raise ParallelFlagsError(
-            f"{flags.describe()}: the VPP merge is not implemented yet; graphboard merges TP, "
-            f"PP, TP+PP and data-parallel layouts with --vpp 1"
-        )
     chains = [[graphs[rank] for rank in chain] for chain in replica.stages]
     firsts = [chain[0] for chain in chains]
     if strategy is Strategy.TPPP:  # every rank's collections first, as msprobe
@@ -57,9 +53,11 @@ def merge_graphs(flags: ParallelFlags, replica: Replica, graphs: Mapping[int, Gr
     elif strategy in (Strategy.NO_PARALLEL, Strategy.TP):
         merge_api_collections(firsts, replica.tp_group)
     for chain, ranks in zip(chains, replica.stages, strict=True):
-        if strategy in (Strategy.PP, Strategy.FULL):
+        if strategy in (Strategy.PP, Strategy.VPP, Strategy.FULL):
             merge_api_collections(chain, ranks)
-        merge_pp(chain, ranks)
+        split, joined = merge_pp(chain, ranks)
+        if strategy is Strategy.VPP:
+            merge_vpp(chain[0], flags.vpp, split, joined)
     if len(firsts) < 2:
         return {}
     if strategy is Strategy.FULL:
