@@ -7,6 +7,7 @@ import { themedFill } from '../colors.js';
 import { el, setChildren } from '../dom.js';
 import { formatNumber } from '../format.js';
 import { buildIoTable, statText, visibleGroups } from './io_table.js';
+import { renderRankStats } from './rank_table.js';
 import { renderRuleVerdict } from './rule_verdict.js';
 
 export class DetailPanel {
@@ -84,6 +85,7 @@ export class DetailPanel {
         el('div', { className: 'section-head' }, el('h3', {}, this.t('details.compare')), el('label', { className: 'toggle' }, diffToggle, ' ', this.t('details.diffOnly'))),
         this.renderTable(table),
       ),
+      renderRankStats(detail.rows, this.t), // a parallel merge's per-rank breakdown
       this.ruleVerdict ? renderRuleVerdict(this.ruleVerdict, this.t) : null,
       el('details', { className: 'detail-section', open: true }, el('summary', {}, this.t('details.chart')), this.chartHost),
       this.renderTexts(detail),
