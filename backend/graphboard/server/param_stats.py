@@ -16,7 +16,8 @@ from graphboard.merge.tp import RankStats
 from graphboard.server import schemas
 
 
-def stat_number(value: Stat) -> schemas.StatNumber:
+def stat_number(value: Stat | object) -> schemas.StatNumber:
+    """A Param's statistic, or a rank's (merge/tp.py RankStats, untyped), as a number."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
