@@ -175,3 +175,10 @@ class OpenGraph:
         compare)."""
         listed: dict[str, Any] = self.board._post("/loadGraphAllNodeList", {"metaData": self.meta})
         return listed
+
+    def search_by_precision(self, bands: list[list[float]]) -> list[str]:
+        """The leaf target nodes whose precision_index lies in one of ``bands`` (the plugin's
+        search by the legend's colours), in node_order."""
+        body = {"metaData": self.meta, "type": "precision", "values": bands}
+        found: list[str] = self.board._post("/screen", body)
+        return found

@@ -76,6 +76,21 @@ def _a_node_with_data(
     }
 
 
+def _leaves_with_a_verdict(path: Path, rank: int) -> list[str]:
+    """Target leaves with a precision_index, in node_order, as graphboard wrote them."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT node_name, sub_nodes, precision_index FROM tb_nodes"
+            " WHERE step = 0 AND rank = ? AND data_source = 'NPU' ORDER BY node_order",
+            (rank,),
+        ).fetchall()
+    return [
+        name
+        for name, children, precision in rows
+        if not json.loads(children or "[]") and precision is not None and 0 <= float(precision) <= 1
+    ]
+
+
 def _opens(
     board: TbGraphAscend, path: Path, run: str, *, compare: bool, merged: bool, cache: Path
 ) -> None:
@@ -107,6 +122,10 @@ def _opens(
         assert counterpart, f"{name}: the plugin found no counterpart"
         assert counterpart["node_name"] == stored["matched_node_link"][-1]
         assert counterpart["input_data"] and counterpart["output_data"]
+        # The search compares precision_index as a number: a value stored as text is missed.
+        with_a_verdict = _leaves_with_a_verdict(path, rank)
+        assert with_a_verdict, f"{path.name}: no target leaf with a precision_index"
+        assert graph.search_by_precision([[0, 1]]) == with_a_verdict
 
 
 def test_a_merged_tp2_build_opens(
