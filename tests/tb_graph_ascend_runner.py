@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import stat
 import subprocess
 import time
 import urllib.error
@@ -56,6 +57,12 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _not_writable_by_others(path: Path) -> None:
+    """The plugin refuses a logdir, run folder or file that group or others may write (unless
+    it runs as root), which a umask of 002 would give."""
+    path.chmod(path.stat().st_mode & ~(stat.S_IWGRP | stat.S_IWOTH))
+
+
 class PluginError(AssertionError):
     """The plugin answered, but not with success."""
 
@@ -66,6 +73,7 @@ class TbGraphAscend:
     def __init__(self, logdir: Path, distribution: str = "tb-graph-ascend") -> None:
         self.logdir = logdir
         logdir.mkdir(parents=True, exist_ok=True)
+        _not_writable_by_others(logdir)
         self.port = _free_port()
         self._log = (logdir.parent / f"tensorboard-{self.port}.log").open("w")
         python = plugin_python(distribution)
@@ -126,6 +134,8 @@ class TbGraphAscend:
         folder = self.logdir / run
         folder.mkdir()
         shutil.copyfile(db, folder / db.name)
+        for made in (folder, folder / db.name):
+            _not_writable_by_others(made)
         tag = db.name[: -len(DB_SUFFIX)]
         listing = json.loads(self._get("/load_meta_dir"))
         if listing.get("error") or listing["data"].get(run) != {"type": "db", "tags": [tag]}:
