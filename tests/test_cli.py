@@ -193,7 +193,6 @@ def test_rank_size_needs_a_folder_of_ranks(rank: Path, out: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "reason"),
     [
-        (["--file_type", "json"], "--file_type json is only for merged builds"),
         (["-lm"], "-lm needs a golden dump (-gp)"),
         (["-fm"], "-fm needs a golden dump (-gp)"),
     ],

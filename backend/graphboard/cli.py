@@ -75,7 +75,10 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cp", nargs="+", type=int, help=argparse.SUPPRESS)  # refused above 1
     parser.add_argument("--ep", nargs="+", type=int, help=argparse.SUPPRESS)  # refused above 1
     parser.add_argument(
-        "--file_type", choices=("db", "json"), default="db", help="output type (json: not yet)"
+        "--file_type",
+        choices=("db", "json"),
+        default="db",
+        help="output type (json: a merged build as msprobe's dump folders)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -107,7 +110,8 @@ def _progress_log(fraction: float, _message: str) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from graphboard.build import BuildOptions, run_build
-    from graphboard.merge.flags import json_export_refusal, parallel_options
+    from graphboard.merge.export import json_export_wanted, run_export
+    from graphboard.merge.flags import parallel_options
 
     parallel = parallel_options(
         rank_size=args.rank_size,
@@ -119,8 +123,15 @@ def _run_build(args: argparse.Namespace) -> int:
         ep=args.ep,
         compare=bool(args.golden_path),
     )
-    if args.file_type == "json":
-        raise GraphboardError(json_export_refusal(parallel is not None, bool(args.golden_path)))
+    export = args.file_type == "json" and json_export_wanted(
+        parallel is not None, bool(args.golden_path)
+    )
+    if args.file_type == "json" and not export:
+        print(
+            "graph_build: warning: --file_type json is only for merged builds (--rank_size --tp"
+            " --pp); writing a db",
+            file=sys.stderr,
+        )
     layer_mapping: Path | bool | None = None
     if args.layer_mapping is True:
         layer_mapping = True
@@ -144,6 +155,10 @@ def _run_build(args: argparse.Namespace) -> int:
         command=sys.argv,
         parallel=parallel,
     )
+    if export:  # msprobe's JSON export of the merged graphs instead of a db
+        for folder in run_export(options):
+            print(folder)
+        return 0
     progress: ProgressCallback
     if args.is_print_progress_log:
         progress = _progress_log

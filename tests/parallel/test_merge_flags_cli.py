@@ -96,26 +96,3 @@ def test_unequal_data_parallel_counts_compare_the_common_replicas(parallel_dump:
         " (rank_size 2, tp 2, pp 1): replicas 0..0 are compared pairwise; target replica(s)"
         " 1 (main rank 2) have no counterpart and are not compared"
     ]
-
-
-@pytest.mark.parametrize(
-    ("golden", "reason"),
-    [
-        (
-            False,
-            "--file_type json (msprobe's JSON export of a merged build) is not implemented yet; use db",
-        ),
-        (True, "--file_type json is only for a merged build, not a compare (-gp); use db"),
-    ],
-)
-def test_json_export_is_refused_by_name(
-    parallel_dump: DumpFn, out: Path, golden: bool, reason: str
-) -> None:
-    root = parallel_dump("tp2").root
-    given = ["-gp", str(root)] if golden else []
-    flags = ["--rank_size", "2", "--tp", "2", "--pp", "1"]
-    if golden:
-        flags = ["--rank_size", "2", "2", "--tp", "2", "2", "--pp", "1", "1"]
-    run = graph_build("-tp", root, *given, "-o", out, *flags, "--file_type", "json")
-    assert _error_line(run) == reason
-    assert_nothing_written(out)

@@ -53,6 +53,9 @@ LEAF_FIELDS = frozenset(
         "value",
     }
 )
+# A merged dump's provenance lines (msprobe's JSON export of a parallel merge), also inside
+# a parameters_grad record, whose other keys are all parameter names.
+MERGE_INFO = "parallel_merge_info"
 _PEER_SUFFIXES = ("src", "dst", "group_src", "group_dst")
 _shapes: dict[tuple[Any, ...], tuple[Any, ...]] = {}
 
@@ -271,6 +274,8 @@ def parse_record(name: str, record: Any, path: Path) -> list[Param]:
     params: list[Param] = []
     if is_parameters_grad(name):
         for grad_name, value in record.items():
+            if grad_name == MERGE_INFO:
+                continue
             _flatten(value, grad_name, Role.PARAMETERS_GRAD, params, 1, True, path, name)
         return params
     for section, role, prefix in _SECTIONS:

@@ -150,15 +150,3 @@ def parallel_options(
         check_flags(flags, side if compare else "")
         sides.append(flags)
     return ParallelOptions(sides[0], sides[1] if compare else None)
-
-
-def json_export_refusal(merged: bool, compare: bool) -> str:
-    """Why ``--file_type json`` cannot run: msprobe's export is of a merged build only, and
-    graphboard does not write it yet."""
-    if not merged:
-        return "--file_type json is only for merged builds (--rank_size --tp --pp); use db"
-    if compare:
-        return "--file_type json is only for a merged build, not a compare (-gp); use db"
-    return (
-        "--file_type json (msprobe's JSON export of a merged build) is not implemented yet; use db"
-    )
