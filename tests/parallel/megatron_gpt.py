@@ -17,6 +17,8 @@ first MLP weight of global layer K, the bug a compare must find first. ``--vpp V
 gives each rank V model chunks, each wrapped as Megatron's DDP does (``module.``) and given to
 the dumper as a list (``Module.<chunk>.module...``); one microbatch runs Megatron's interleaved
 schedule simplified: chunk 0 on every stage, then chunk 1 ..., backward in reverse.
+``--model-list`` gives a single chunk as such a list (Megatron without VPP does the same), the
+golden whose names a VPP run's can match.
 
 This script runs in msprobe's environment only (tests/msprobe_runner.py); the project never
 imports it.
@@ -478,6 +480,7 @@ def main() -> None:
     parser.add_argument("--tp", type=int, default=1)
     parser.add_argument("--pp", type=int, default=1)
     parser.add_argument("--vpp", type=int, default=1)
+    parser.add_argument("--model-list", action="store_true")
     parser.add_argument("--sequence-parallel", action="store_true")
     parser.add_argument("--wrong-layer", type=int)
     parser.add_argument("--level", choices=("L0", "mix"), default="mix")
@@ -497,18 +500,19 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     config_path.write_text(json.dumps(config))
     debugger = PrecisionDebugger(config_path=str(config_path))
-    if args.vpp > 1:
+    listed = args.vpp > 1 or args.model_list
+    if listed:
         chunks = [
             ModelChunk(GPTModel(par, args.wrong_layer, chunk, args.vpp))
             for chunk in range(args.vpp)
         ]
     else:
         model = GPTModel(par, args.wrong_layer)
-    parameters = nn.ModuleList(chunks).parameters() if args.vpp > 1 else model.parameters()
+    parameters = nn.ModuleList(chunks).parameters() if listed else model.parameters()
     optimizer = torch.optim.SGD(parameters, lr=0.1)
     for _ in range(2):  # step 0 dumped, step 1 trains on the updated weights undumped
         optimizer.zero_grad()
-        if args.vpp > 1:
+        if listed:
             debugger.start(chunks)  # a list of chunks, as Megatron gives it
             loss = train_step_interleaved(chunks, par)
         else:

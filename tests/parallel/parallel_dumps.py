@@ -29,6 +29,7 @@ class Layout:
     pp: int = 1
     dp: int = 1
     vpp: int = 1
+    model_list: bool = False  # the model given to the dumper as a list of chunks (vpp > 1 too)
     sequence_parallel: bool = False
     wrong_layer: int | None = None  # a global layer number whose first MLP weight is off
 
@@ -45,6 +46,8 @@ class Layout:
         arguments = ["--tp", str(self.tp), "--pp", str(self.pp)]
         if self.vpp > 1:
             arguments += ["--vpp", str(self.vpp)]
+        if self.model_list:
+            arguments.append("--model-list")
         if self.sequence_parallel:
             arguments.append("--sequence-parallel")
         if self.wrong_layer is not None:
@@ -64,6 +67,8 @@ LAYOUTS = {
         Layout("dp2tp2pp2", tp=2, pp=2, dp=2),  # msprobe's full strategy: 8 ranks
         Layout("tp2-wrong", tp=2, wrong_layer=1),
         Layout("pp2vpp2", pp=2, vpp=2),  # interleaved: two model chunks a rank
+        Layout("tp1-listed", model_list=True),  # a golden for pp2vpp2: Module.0.module...
+        Layout("pp2-listed", pp=2, model_list=True),
     )
 }
 

@@ -18,8 +18,9 @@ from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
 
 # docs/differences.md, "Parallel merge": a collection of a rank the golden lacks is unmatched
-# (no verdict); msprobe gives it 0 without a counterpart.
-RANK_COLLECTION = re.compile(r"^Apis_Between_Modules_Rank\d+\.\d+$")
+# (no verdict); msprobe gives it 0 without a counterpart. So are the gathered collections the
+# golden lacks (a VPP target has one a chunk hand-over, its golden fewer).
+RANK_COLLECTION = re.compile(r"^Apis_Between_Modules_(Rank\d+|All_Ranks)\.\d+$")
 
 
 def _documented(name: str, ours: tuple[Any, ...], theirs: tuple[Any, ...]) -> bool:
@@ -34,6 +35,7 @@ def _compare(parallel_dump: DumpFn, target: str, golden: str, out: Path) -> Path
         rank_size=[first.ranks, second.ranks],
         tp=[first.tp, second.tp],
         pp=[first.pp, second.pp],
+        vpp=[first.vpp, second.vpp],
         compare=True,
     )
     options = BuildOptions(
@@ -57,7 +59,14 @@ def _verdicts(path: Path) -> dict[tuple[int, str], tuple[Any, ...]]:
 
 
 @pytest.mark.parametrize(
-    ("target", "golden"), [("tp2-wrong", "tp1"), ("tp2pp2", "tp1"), ("pp2", "tp2")]
+    ("target", "golden"),
+    [
+        ("tp2-wrong", "tp1"),
+        ("tp2pp2", "tp1"),
+        ("pp2", "tp2"),
+        ("pp2vpp2", "pp2-listed"),
+        ("pp2vpp2", "tp1-listed"),
+    ],
 )
 def test_a_merged_compare_is_msprobes(
     target: str,

@@ -80,6 +80,8 @@ def merge_api_collections(graphs: Sequence[Graph], ranks: Sequence[int]) -> None
             other = graph.nodes.get(original)
             if other is not None:
                 _adopt(main, other, gathered, rank)
+        # after its per-rank collections, as a compare settles them: children first (msprobe)
+        main.nodes[gathered.name] = main.nodes.pop(gathered.name)
     main.root.children = children
 
 

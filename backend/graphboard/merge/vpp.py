@@ -146,4 +146,7 @@ def merge_vpp(graph: Graph, vpp: int, split: set[str], joined: set[Node]) -> Non
     merge = _ChunkMerge(graph, vpp, split, joined)
     merge.take_last_chunk_data()
     merge.move_chunks()
-    graph.nodes = {node.name: node for node in graph.walk()}
+    # the nodes still in the tree, under their new names, in their old order: the compare
+    # settles nested API collections in this order (a Rank collection before its All_Ranks)
+    kept = {id(node) for node in graph.walk()}
+    graph.nodes = {node.name: node for node in graph.nodes.values() if id(node) in kept}
