@@ -179,3 +179,5 @@ def test_the_export_reads_back_as_the_merged_graph(
     read_back = build_graph(RankDir(0, 0, folder), "NPU", None)
     assert _summary(read_back) == _summary(_merged_graph(name, parallel_dump))
     assert read_back.orphans == []
+    run = graph_build("-tp", folder, "-o", folder.parent.parent / "db", "-q")  # a db of it too
+    assert run.returncode == 0 and run.stderr == "", run.stderr
