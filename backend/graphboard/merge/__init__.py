@@ -2,4 +2,5 @@
 a stage between reading a replica's ranks and matching. flags.py: the command-line flags;
 layout.py: which ranks merge into which graph; plan.py: the flags against the folders, one task
 per replica; stats.py: merged statistics; tp.py, pp.py, apis.py: the merges; stage.py: the
-stage the build core calls (merged_sides)."""
+stage the build core calls (merged_sides); export.py: --file_type json, a merged build
+written as msprobe's dump folders."""
