@@ -67,6 +67,7 @@ LAYOUTS = {
         Layout("dp2tp2pp2", tp=2, pp=2, dp=2),  # msprobe's full strategy: 8 ranks
         Layout("tp2-wrong", tp=2, wrong_layer=1),
         Layout("pp2vpp2", pp=2, vpp=2),  # interleaved: two model chunks a rank
+        Layout("tp2pp2vpp2", tp=2, pp=2, vpp=2),
         Layout("tp1-listed", model_list=True),  # a golden for pp2vpp2: Module.0.module...
         Layout("pp2-listed", pp=2, model_list=True),
     )

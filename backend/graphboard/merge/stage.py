@@ -56,7 +56,7 @@ def merge_graphs(flags: ParallelFlags, replica: Replica, graphs: Mapping[int, Gr
         if strategy in (Strategy.PP, Strategy.VPP, Strategy.FULL):
             merge_api_collections(chain, ranks)
         split, joined = merge_pp(chain, ranks)
-        if strategy is Strategy.VPP:
+        if flags.vpp > 1:  # TP+PP and the full strategy merge each chain's chunks too
             merge_vpp(chain[0], flags.vpp, split, joined)
     if len(firsts) < 2:
         return {}
