@@ -4,6 +4,7 @@ torchrun, cached under bench/data/merge-<layout>/).
 
 python bench/bench_merge.py              # tp2, pp2, tp2pp2, dp2tp2; 3 runs each, alternated per case
 python bench/bench_merge.py --record     # also write bench/results/merge.md
+python bench/bench_merge.py --only pp2vpp2 tp2pp2vpp2 --runs 1 --record  # bench/results/merge-vpp.md
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ LAYOUTS = {  # name: (tp, pp, ranks)
     "pp2": (1, 2, 2),
     "tp2pp2": (2, 2, 4),
     "dp2tp2": (2, 1, 4),
+    "pp2vpp2": (1, 2, 2),
+    "tp2pp2vpp2": (2, 2, 4),
 }
+VPP = {"pp2vpp2": 2, "tp2pp2vpp2": 2}  # model chunks a rank (--vpp); 1 for the others
+DEFAULT = ("tp2", "pp2", "tp2pp2", "dp2tp2")
+
+
+def vpp_flags(name: str) -> list[str]:
+    return ["--vpp", str(VPP[name])] if name in VPP else []
 
 
 def dump(name: str) -> Path:
@@ -40,17 +49,20 @@ def dump(name: str) -> Path:
     subprocess.run(
         [str(Path(msprobe).with_name("python")), str(torchrun), "--standalone",
          f"--nproc-per-node={ranks}", str(SCRIPT), "--out", str(root),
-         "--tp", str(tp), "--pp", str(pp)],
+         "--tp", str(tp), "--pp", str(pp), *vpp_flags(name)],
         check=True, cwd=folder, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     return root
 
 
 def main() -> None:
-    args = versus_msprobe_arguments(__doc__).parse_args()
+    parser = versus_msprobe_arguments(__doc__)
+    parser.add_argument("--only", nargs="+", choices=sorted(LAYOUTS), help="these layouts")
+    args = parser.parse_args()
     rows = []
-    for name, (tp, pp, ranks) in LAYOUTS.items():
-        flags = ["--rank_size", str(ranks), "--tp", str(tp), "--pp", str(pp)]
+    for name in args.only or DEFAULT:
+        tp, pp, ranks = LAYOUTS[name]
+        flags = ["--rank_size", str(ranks), "--tp", str(tp), "--pp", str(pp), *vpp_flags(name)]
         rows.append(
             timed_row(
                 f"{name} (mix, {ranks} ranks)", dump(name), args.runs, not args.no_msprobe, flags
@@ -61,7 +73,8 @@ def main() -> None:
     )
     print(text)
     if args.record:
-        record("merge", text)
+        vpp_only = bool(args.only) and all(name in VPP for name in args.only)
+        record("merge-vpp" if vpp_only else "merge", text)
 
 
 if __name__ == "__main__":
