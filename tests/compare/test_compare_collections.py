@@ -15,9 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from compare_factories import graph, node
+from compare_factories import tensor as param_tensor
 
 from dumpmaker import RankDump, record, tensor
 from graphboard.build import BuildOptions, run_build
+from graphboard.compare.engine import compare_graphs
+from graphboard.compare.result import DataMode
+from graphboard.graph.model import Graph
 
 INPUT = np.linspace(0.5, 2.0, 6, dtype=np.float32).reshape(2, 3)
 CELL = "Cell.net.Net.forward.0"
@@ -74,3 +79,31 @@ def test_collection_takes_its_worst_child_in_every_mode(tmp_path: Path, task: st
     assert precision[CELL] == 0 and precision["Mint.add.0.forward"] == 0
     assert precision["Mint.mul.0.forward"] == 1  # inputs agree, the output does not
     assert precision["Apis_Between_Modules.0"] == 1  # msprobe: 1 in statistics, 0 in tensor
+
+
+def test_a_collection_inside_a_collection_is_settled_first() -> None:
+    """A merged graph gathers each rank's collection under one of all ranks (merge/apis.py):
+    the inner takes its worst child's index before the outer takes the inner's, whatever order
+    the graph's nodes are held in (here the outer first)."""
+
+    def side(factor: float) -> Graph:
+        call = node(
+            "Torch.mul.0.forward",
+            [
+                param_tensor("input.0"),
+                param_tensor("output.0", (factor, -factor, factor / 4, 2 * factor)),
+            ],
+        )
+        inner = node("Apis_Between_Modules_Rank1.0", children=[call])
+        return graph("NPU", node("Apis_Between_Modules_All_Ranks.0", children=[inner]))
+
+    target, golden = side(5.0), side(1.0)
+    for name, target_node in target.nodes.items():
+        target_node.counterpart = golden.nodes[name]
+    assert list(target.nodes).index("Apis_Between_Modules_All_Ranks.0") < list(target.nodes).index(
+        "Apis_Between_Modules_Rank1.0"
+    )
+    compare_graphs(target, golden, DataMode.SUMMARY)
+    assert target.nodes["Torch.mul.0.forward"].precision == 1
+    assert target.nodes["Apis_Between_Modules_Rank1.0"].precision == 1
+    assert target.nodes["Apis_Between_Modules_All_Ranks.0"].precision == 1

@@ -119,10 +119,11 @@ def compare_nodes(target: Graph, golden: Graph, mode: DataMode, nodes: Iterable[
 
 
 def api_collections(target: Graph) -> list[Node]:
-    """The matched API collections, whose index is their children's worst."""
+    """The matched API collections, whose index is their children's worst, children first (in
+    node_order): a merged graph's gathered collection holds per-rank ones, settled before it."""
     return [
         node
-        for node in target.nodes.values()
+        for node in target.ordered()
         if node.counterpart is not None and node.type is NodeType.API_COLLECTION
     ]
 
