@@ -20,6 +20,8 @@ from compare_factories import tensor as param_tensor
 
 from dumpmaker import RankDump, record, tensor
 from graphboard.build import BuildOptions, run_build
+from graphboard.compare.dtype_aware import Verdict
+from graphboard.compare.dtype_graph import score_graph
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.result import DataMode
 from graphboard.graph.model import Graph
@@ -107,3 +109,6 @@ def test_a_collection_inside_a_collection_is_settled_first() -> None:
     assert target.nodes["Torch.mul.0.forward"].precision == 1
     assert target.nodes["Apis_Between_Modules_Rank1.0"].precision == 1
     assert target.nodes["Apis_Between_Modules_All_Ranks.0"].precision == 1
+    verdicts = score_graph(target, DataMode.SUMMARY).verdict  # the dtype-aware rules alike
+    assert verdicts["Apis_Between_Modules_All_Ranks.0"] is verdicts["Torch.mul.0.forward"]
+    assert verdicts["Torch.mul.0.forward"] is not Verdict.PASS

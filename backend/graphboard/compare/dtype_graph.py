@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
+from graphboard.compare.engine import api_collections
 from graphboard.compare.result import DataMode
 from graphboard.graph.model import Graph, Node, NodeType
 
@@ -75,10 +76,9 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
         if found.introduced:
             introduced.add(name)
     _attribute_inside(target, result)
-    for node in target.nodes.values():
-        if node.type is NodeType.API_COLLECTION and node.counterpart is not None:
-            worst = [verdicts[child.name] for child in node.children if child.name in verdicts]
-            verdicts[node.name] = max(worst, default=Verdict.PASS)
+    for node in api_collections(target):  # children first: a collection may hold collections
+        worst = [verdicts[child.name] for child in node.children if child.name in verdicts]
+        verdicts[node.name] = max(worst, default=Verdict.PASS)
     return result
 
 
