@@ -5,6 +5,7 @@ torchrun, cached under bench/data/merge-<layout>/).
 python bench/bench_merge.py              # tp2, pp2, tp2pp2, dp2tp2; 3 runs each, alternated per case
 python bench/bench_merge.py --record     # also write bench/results/merge.md
 python bench/bench_merge.py --only pp2vpp2 tp2pp2vpp2 --runs 1 --record  # bench/results/merge-vpp.md
+python bench/bench_merge.py --only tp2-l64 tp2pp2-l64 --runs 1 --record   # 64 layers: merge-l64.md
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ LAYOUTS = {  # name: (tp, pp, ranks)
     "dp2tp2": (2, 1, 4),
     "pp2vpp2": (1, 2, 2),
     "tp2pp2vpp2": (2, 2, 4),
+    "tp2-l64": (2, 1, 2),  # the same model with 64 layers: ~10x the records of tp2
+    "tp2pp2-l64": (2, 2, 4),
 }
+LAYERS = {"tp2-l64": 64, "tp2pp2-l64": 64}  # --layers; the script's 4 for the others
 VPP = {"pp2vpp2": 2, "tp2pp2vpp2": 2}  # model chunks a rank (--vpp); 1 for the others
 DEFAULT = ("tp2", "pp2", "tp2pp2", "dp2tp2")
 
@@ -49,7 +53,8 @@ def dump(name: str) -> Path:
     subprocess.run(
         [str(Path(msprobe).with_name("python")), str(torchrun), "--standalone",
          f"--nproc-per-node={ranks}", str(SCRIPT), "--out", str(root),
-         "--tp", str(tp), "--pp", str(pp), *vpp_flags(name)],
+         "--tp", str(tp), "--pp", str(pp), *vpp_flags(name),
+         *(["--layers", str(LAYERS[name])] if name in LAYERS else [])],
         check=True, cwd=folder, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
     )  # fmt: skip
     return root
@@ -73,8 +78,13 @@ def main() -> None:
     )
     print(text)
     if args.record:
-        vpp_only = bool(args.only) and all(name in VPP for name in args.only)
-        record("merge-vpp" if vpp_only else "merge", text)
+        chosen = args.only or []
+        if chosen and all(name in VPP for name in chosen):
+            record("merge-vpp", text)
+        elif chosen and all(name in LAYERS for name in chosen):
+            record("merge-l64", text)
+        else:
+            record("merge", text)
 
 
 if __name__ == "__main__":

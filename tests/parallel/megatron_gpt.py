@@ -475,6 +475,7 @@ def train_step_interleaved(chunks: list[ModelChunk], par: Parallel) -> float | N
 
 
 def main() -> None:
+    global LAYERS  # the layer count the model classes read
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--tp", type=int, default=1)
@@ -484,7 +485,11 @@ def main() -> None:
     parser.add_argument("--sequence-parallel", action="store_true")
     parser.add_argument("--wrong-layer", type=int)
     parser.add_argument("--level", choices=("L0", "mix"), default="mix")
+    parser.add_argument(
+        "--layers", type=int, default=LAYERS, help="bench/bench_merge.py's larger runs"
+    )
     args = parser.parse_args()
+    LAYERS = args.layers
     torch.manual_seed(0)
     torch.set_num_threads(1)
     par = init_parallel(args.tp, args.pp, args.sequence_parallel)

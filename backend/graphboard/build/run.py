@@ -90,14 +90,14 @@ def run_tasks(
 
 def _folders_read_aside(options: BuildOptions, tasks: list[Task]) -> list[RankDir]:
     """The rank folders a lone task has read in other processes while it works itself: a
-    compare's golden side while it reads the target, a merged replica's ranks while it builds
-    and merges those already read. Only with a second core to do it (-w 2 or more asks for it
+    compare's golden side while it reads the target, a merged replica's ranks but the first
+    while it reads that one, then builds and merges the others as they come. Only with a second core to do it (-w 2 or more asks for it
     on any input, -w 1 never) and enough to read."""
     if len(tasks) != 1:
         return []  # several tasks run side by side instead (_run_in_pool)
     task = tasks[0]
     if task.merge is not None:
-        folders = task.merge.rank_folders()  # all read aside, the task merging as they come
+        folders = task.merge.rank_folders()[1:]  # the task reads the first meanwhile
     elif task.golden is not None:
         folders = [task.golden]  # the task reads its target meanwhile
     else:
@@ -124,7 +124,7 @@ def _run_reading_aside(
 
     from graphboard.graph.builder import read_records
 
-    # a compare's golden side is one read; a replica's ranks, one a worker
+    # a compare's golden side is one read; a replica's other ranks, one a worker
     workers = (
         1 if task.merge is None else min(options.workers or os.cpu_count() or 1, len(folders), 8)
     )
