@@ -91,8 +91,9 @@ def run_tasks(
 def _folders_read_aside(options: BuildOptions, tasks: list[Task]) -> list[RankDir]:
     """The rank folders a lone task has read in other processes while it works itself: a
     compare's golden side while it reads the target, a merged replica's ranks but the first
-    while it reads that one, then builds and merges the others as they come. Only with a second core to do it (-w 2 or more asks for it
-    on any input, -w 1 never) and enough to read."""
+    while it reads that one, then builds and merges the others as they come. Only with a
+    second core to do it (-w 2 or more asks for it on any input, -w 1 never) and enough to
+    read."""
     if len(tasks) != 1:
         return []  # several tasks run side by side instead (_run_in_pool)
     task = tasks[0]

@@ -71,10 +71,10 @@ def run_task(
         else:
             target = stages.hierarchy(target_side, read(target_side))
             clock.lap("read target")
-        if golden_side is not None and task.merge is None:
-            golden = stages.hierarchy(golden_side, read(golden_side))
-            aside = read_aside is not None and golden_side.dump in read_aside
-            clock.lap("wait for and build golden" if aside else "read golden")
+            if golden_side is not None:
+                golden = stages.hierarchy(golden_side, read(golden_side))
+                aside = read_aside is not None and golden_side.dump in read_aside
+                clock.lap("wait for and build golden" if aside else "read golden")
         graphs = [target] if golden is None else [target, golden]
         if options.overflow_check:
             for graph in graphs:
