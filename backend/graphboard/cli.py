@@ -110,7 +110,6 @@ def _progress_log(fraction: float, _message: str) -> None:
 
 def _run_build(args: argparse.Namespace) -> int:
     from graphboard.build import BuildOptions, run_build
-    from graphboard.merge.export import json_export_wanted, run_export
     from graphboard.merge.flags import parallel_options
 
     parallel = parallel_options(
@@ -123,9 +122,11 @@ def _run_build(args: argparse.Namespace) -> int:
         ep=args.ep,
         compare=bool(args.golden_path),
     )
-    export = args.file_type == "json" and json_export_wanted(
-        parallel is not None, bool(args.golden_path)
-    )
+    export = False
+    if args.file_type == "json":  # the export's modules only then: a build starts sooner
+        from graphboard.merge.export import json_export_wanted
+
+        export = json_export_wanted(parallel is not None, bool(args.golden_path))
     if args.file_type == "json" and not export:
         print(
             "graph_build: warning: --file_type json is only for merged builds (--rank_size --tp"
@@ -156,6 +157,8 @@ def _run_build(args: argparse.Namespace) -> int:
         parallel=parallel,
     )
     if export:  # msprobe's JSON export of the merged graphs instead of a db
+        from graphboard.merge.export import run_export
+
         for folder in run_export(options):
             print(folder)
         return 0
@@ -289,6 +292,9 @@ def graph_build_command() -> NoReturn:
     It exits without the interpreter's teardown, which would free every module's objects one
     by one only for the process to end anyway.
     """
+    from graphboard.allocation import process_ends_with_work
+
+    process_ends_with_work()
     code = graph_build_main()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -7,11 +7,33 @@ a part file of its own, then :func:`finish_build` (merge, link ranks, index, ren
 :func:`run_build` is the three in one call. A failure anywhere removes every temporary file.
 """
 
-from graphboard.build.finish import SCHEMA_NAME, finish_build
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from graphboard.build.options import BuildOptions, BuildResult, Task, TaskResult
 from graphboard.build.plan import BuildPlan, plan_build
 from graphboard.build.run import run_build
-from graphboard.build.task import run_task
+
+if TYPE_CHECKING:
+    from graphboard.build.finish import SCHEMA_NAME, finish_build
+    from graphboard.build.task import run_task
+
+
+def __getattr__(name: str) -> Any:
+    """The stages' modules (compare, store: a tenth of a second) are imported when a task
+    first needs them, not with the package: a compare's golden side is read aside meanwhile
+    (build/run.py)."""
+    if name in ("SCHEMA_NAME", "finish_build"):
+        from graphboard.build import finish
+
+        return getattr(finish, name)
+    if name == "run_task":
+        from graphboard.build.task import run_task
+
+        return run_task
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "SCHEMA_NAME",

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from graphboard import __version__
+from graphboard.allocation import without_cycle_collection
 from graphboard.build import output
 from graphboard.build.options import BuildResult, TaskResult
 from graphboard.build.plan import BuildPlan
-from graphboard.build.task import without_cycle_collection
 from graphboard.compare.colors import node_colors, tool_tips
 from graphboard.compare.result import DataMode
 from graphboard.errors import CompareError

@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphboard.build import output
-from graphboard.build.finish import finish_build
 from graphboard.build.options import BuildOptions, BuildResult, Task, TaskResult
 from graphboard.build.plan import plan_build
-from graphboard.build.task import run_task
 from graphboard.dump.layout import RankDir
 from graphboard.errors import GraphboardError
 from graphboard.progress import ProgressCallback, silent
@@ -40,6 +38,8 @@ def run_build(options: BuildOptions, progress: ProgressCallback = silent) -> Bui
     except BaseException:
         output.remove(parts)
         raise
+    from graphboard.build.finish import finish_build  # see run_tasks
+
     return finish_build(plan, results, parts, progress)
 
 
@@ -79,6 +79,10 @@ def run_tasks(
         result = _run_reading_aside(tasks[0], options, parts[0], folders)
         report(1, result)
         return [result]
+    # the stages' modules are imported here, not with this one: reading aside, they are
+    # imported while the workers start and read
+    from graphboard.build.task import run_task
+
     if workers_for(options, tasks) == 1:
         results = []
         for index, task in enumerate(tasks):
@@ -138,6 +142,8 @@ def _run_reading_aside(
     try:
         # submitted in the order the task reads them: the first is ready first
         read_aside = {folder: pool.submit(read_records, folder) for folder in folders}
+        from graphboard.build.task import run_task  # see run_tasks
+
         return run_task(task, options, part, whole_file=True, read_aside=read_aside)
     except BaseException:
         _kill_workers(pool)
@@ -153,6 +159,8 @@ def _run_in_pool(
     report: Callable[[int, TaskResult], None],
 ) -> list[TaskResult]:
     from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+
+    from graphboard.build.task import run_task  # see run_tasks
 
     context = multiprocessing.get_context("spawn")  # safe inside servers with threads
     pool = ProcessPoolExecutor(

@@ -6,14 +6,13 @@ where the task runs differs (in-process, or a pool worker: build/run.py).
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphboard.allocation import keep_for_exit, without_cycle_collection
 from graphboard.build import stages
 from graphboard.build.options import BuildOptions, Task, TaskResult
 from graphboard.build.stages import Side
@@ -27,22 +26,6 @@ from graphboard.store.sink import open_sink
 
 if TYPE_CHECKING:
     from graphboard.distributed import CommNode
-
-
-@contextmanager
-def without_cycle_collection() -> Iterator[None]:
-    """A task allocates millions of objects that live until it ends and frees none before:
-    the cyclic collector would only traverse the growing heap again and again (see
-    bench/results/compare.md). Tasks run in processes that do nothing else meanwhile (the
-    command, the local runner's build process, a pool or Celery worker), so the pause
-    touches no other work; the collector runs again as before once the task ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def run_task(
@@ -62,7 +45,7 @@ def run_task(
     with without_cycle_collection():
         target_side, golden_side = Side.target_of(task), Side.golden_of(task)
         golden: Graph | None = None
-        read = _reader(read_aside or {})
+        read = _reader(dict(read_aside or {}))
         if task.merge is not None:  # a merged replica: its ranks read and merged into one
             from graphboard.merge.stage import merged_sides
 
@@ -72,8 +55,8 @@ def run_task(
             target = stages.hierarchy(target_side, read(target_side))
             clock.lap("read target")
             if golden_side is not None:
-                golden = stages.hierarchy(golden_side, read(golden_side))
                 aside = read_aside is not None and golden_side.dump in read_aside
+                golden = stages.hierarchy(golden_side, read(golden_side))
                 clock.lap("wait for and build golden" if aside else "read golden")
         graphs = [target] if golden is None else [target, golden]
         if options.overflow_check:
@@ -100,18 +83,23 @@ def run_task(
             0.0,
             clock.stages,
         )
-        for graph in graphs:
-            graph.release()
+        if not keep_for_exit(graphs):
+            for graph in graphs:
+                graph.release()
+        # the graphs freed now, if not kept, while the collector is still paused: it would
+        # traverse them all once on resuming
+        del graphs, target, golden
     result.seconds = time.perf_counter() - started
     return result
 
 
-def _reader(read_aside: Mapping[RankDir, Future[DumpRecords]]) -> Callable[[Side], DumpRecords]:
+def _reader(read_aside: dict[RankDir, Future[DumpRecords]]) -> Callable[[Side], DumpRecords]:
     """The read stage of a task some of whose folders other processes read: theirs waited for,
-    the others read here."""
+    the others read here. A future is let go once taken, so its records are freed with the
+    task's graphs, while the collector is still paused, not left for it to traverse."""
 
     def read(side: Side) -> DumpRecords:
-        future = read_aside.get(side.dump)
+        future = read_aside.pop(side.dump, None)
         if future is None:
             return stages.read(side)
         if not future.done():
