@@ -45,7 +45,12 @@ def process_ends_with_work() -> None:
 
 def keep_for_exit(work: object) -> bool:
     """Keep ``work`` (what finished work held) until the exit if the process ends with its
-    work, and say so; else keep nothing, for the caller to free it at once."""
+    work, and say so; else keep nothing, for the caller to free it at once.
+
+    What is kept is never garbage, so it is frozen too (gc.freeze: every object tracked now
+    is left out of later collections). Else the collector's first pass once resumed would
+    traverse all of it, as long as freeing it would have taken."""
     if _process_ends_with_work:
         _kept_for_exit.append(work)
+        gc.freeze()
     return _process_ends_with_work
