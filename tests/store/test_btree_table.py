@@ -156,3 +156,85 @@ def test_a_compare_part_is_the_rows_sqlite_would_index_the_same_way(tmp_path: Pa
                 ).fetchall()
                 == walk
             )
+
+
+@pytest.mark.parametrize("spill_bytes", [1, 700, 1 << 16])
+def test_index_keys_spilled_to_files_give_the_same_table_and_leave_nothing(
+    tmp_path: Path, spill_bytes: int
+) -> None:
+    """Past ``spill_bytes`` an index's keys go to an unnamed file beside the table's and are
+    read back to be sorted: the file is byte for byte the one kept in memory gives (one
+    thread: page numbers are then taken in one order), SQLite's own with several."""
+    rows = _rows(3000, seed=11, long=True)
+    written = {}
+    for name, spill in (("memory", None), ("spilled", spill_bytes)):
+        path = tmp_path / f"{name}.db"
+        extra = {} if spill is None else {"spill_bytes": spill}
+        table = _btree.TableFile(str(path), "TITITI", _INDEXES, 1024, **extra)
+        table.append(rows)
+        table.finish(_schema_rows(), _version(), threads=1)
+        written[name] = path.read_bytes()
+    assert written["spilled"] == written["memory"]
+    threaded = tmp_path / "threaded.db"
+    table = _btree.TableFile(str(threaded), "TITITI", _INDEXES, 1024, spill_bytes=spill_bytes)
+    table.append(rows)
+    table.finish(_schema_rows(), _version(), threads=3)
+    theirs = _sqlite_made(tmp_path / "theirs.db", rows, 1024)
+    with sqlite3.connect(threaded) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        for index, order in _ORDERS.items():
+            walk = f"SELECT rowid FROM t INDEXED BY {index} ORDER BY {order}"
+            if index.startswith("sqlite_"):
+                walk = f"SELECT rowid FROM t WHERE id > '' ORDER BY {order}"
+            assert conn.execute(walk).fetchall() == theirs.execute(walk).fetchall()
+    theirs.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "memory.db",
+        "spilled.db",
+        "theirs.db",
+        "threaded.db",
+    ]
+
+
+def test_a_duplicate_key_among_spilled_ones_is_refused_naming_it(tmp_path: Path) -> None:
+    rows = _rows(500, seed=3, long=False)
+    rows.append(rows[17])
+    table = _btree.TableFile(str(tmp_path / "t.db"), "TITITI", _INDEXES, 4096, spill_bytes=64)
+    table.append(rows)
+    with pytest.raises(ValueError, match="two rows have the same unique key 'id0000017"):
+        table.finish(_schema_rows(), _version(), threads=2)
+    table.close()
+
+
+def test_spill_bytes_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="spill_bytes must be at least 1"):
+        _btree.TableFile(str(tmp_path / "t.db"), "TITITI", _INDEXES, 4096, spill_bytes=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("rows", "key_bytes"),
+    [(1100, 10), (1015, 6000)],
+    ids=["table pages cross 1 GiB", "index pages cross 1 GiB"],
+)
+def test_a_table_past_one_gib_leaves_sqlites_lock_byte_page_unused(
+    tmp_path: Path, rows: int, key_bytes: int
+) -> None:
+    """SQLite never stores anything in the page holding the bytes at 1 GiB (its file locks):
+    a file that used it failed integrity_check ("2nd reference to page 262145") from a
+    million records a side on."""
+    payload = "p" * (1 << 20)  # unindexed: overflow pages, about 257 a row
+    table = _btree.TableFile(str(tmp_path / "big.db"), "TTT", [(True, (0,)), (False, (2,))], 4096)
+    table.append((f"{n:06d}", payload, f"{n % 7}" * key_bytes + f"{n:06d}") for n in range(rows))
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY, big TEXT, k TEXT)")
+    conn.execute("CREATE INDEX k ON t (k)")
+    schema_rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema").fetchall()
+    table.finish(schema_rows, _version(), threads=2)
+    assert (tmp_path / "big.db").stat().st_size > 1 << 30
+    with sqlite3.connect(tmp_path / "big.db") as written:
+        assert written.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert written.execute("SELECT count(*), max(length(big)) FROM t").fetchone() == (
+            rows,
+            1 << 20,
+        )

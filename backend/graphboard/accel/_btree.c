@@ -18,6 +18,11 @@
  * sign bit flipped, text with 0x00 escaped as 00 FF and ended by 00 00 (BINARY collation:
  * bytes, then shorter first). Each key ends with the rowid, so keys are distinct. When the
  * pages are written, each key is turned back into a SQLite record.
+ *
+ * An index holds a few megabytes of keys in memory (``spill_bytes``), then moves them to an
+ * unnamed file of its own beside the table's; each index's keys are read back only when it
+ * is sorted. At a million records a side the keys are ~2 GB, which the process would
+ * otherwise hold while it formats the rows; now it holds one or two indexes' at the end.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +31,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -302,13 +308,22 @@ typedef struct {
     uint32_t length;
 } KeyRef;
 
+typedef struct {
+    uint64_t offset, bytes; /* where in the spill file */
+} Run;
+
 typedef struct Index {
     int columns[MAX_COLUMNS];
     int column_count;
     int unique;
-    Bytes keys;
-    KeyRef *refs;
-    size_t count, capacity;
+    Bytes keys;         /* the keys not yet spilled */
+    size_t held;        /* how many keys that is */
+    int spill_fd;       /* an unnamed file beside the table's, once keys are spilled; else -1 */
+    uint64_t spilled;   /* bytes in it: runs of sorted keys, each key after its 4-byte length */
+    Run *runs;
+    size_t run_count, run_capacity;
+    KeyRef *refs;       /* the held keys', made at finishing (and a duplicate's, to show) */
+    size_t count;       /* keys in all */
 } Index;
 
 /* The keys being sorted: qsort_r's context (indexes are sorted on several threads). */
@@ -448,17 +463,29 @@ static int writer_flush(Writer *w) {
     return 0;
 }
 
+/* The page holding the bytes at 1 GiB, where SQLite takes its file locks: it never stores
+ * anything there (fileformat2.html, "the lock-byte page"), and neither may this writer. */
+static uint32_t lock_byte_page(uint32_t page_size) {
+    return (uint32_t)(((uint64_t)1 << 30) / page_size) + 1;
+}
+
 /* Write one page; returns its number, 0 on error. */
 static uint32_t emit_page(Writer *w, const uint8_t *page) {
-    if (w->first + w->count == w->end) { /* the run is used up, or none is taken yet */
-        if (w->count > 0 && writer_flush(w) < 0) return 0;
-        pthread_mutex_lock(&w->pages->lock);
-        w->first = w->pages->next;
-        w->pages->next += w->size;
-        pthread_mutex_unlock(&w->pages->lock);
-        w->end = w->first + w->size;
+    uint32_t page_size = w->pages->page_size;
+    for (;;) {
+        if (w->first + w->count == w->end) { /* the run is used up, or none is taken yet */
+            if (w->count > 0 && writer_flush(w) < 0) return 0;
+            pthread_mutex_lock(&w->pages->lock);
+            w->first = w->pages->next;
+            w->pages->next += w->size;
+            pthread_mutex_unlock(&w->pages->lock);
+            w->end = w->first + w->size;
+        }
+        if (w->first + w->count != lock_byte_page(page_size)) break;
+        memset(w->buffer + (size_t)w->count * page_size, 0, page_size); /* left as zeros */
+        w->count++;
     }
-    memcpy(w->buffer + (size_t)w->count * w->pages->page_size, page, w->pages->page_size);
+    memcpy(w->buffer + (size_t)w->count * page_size, page, page_size);
     return w->first + w->count++;
 }
 
@@ -471,6 +498,7 @@ static int writer_close(Writer *w) {
         pages->next = w->first;
     } else {
         for (uint32_t number = w->first; number < w->end && !failed; number++) {
+            if (number == lock_byte_page(pages->page_size)) continue; /* never free, never used */
             if (grow((void **)&pages->unused, &pages->unused_capacity, pages->unused_count,
                      sizeof(uint32_t)) < 0)
                 failed = -1;
@@ -503,6 +531,8 @@ typedef struct {
     Bytes record, cell;
     Value values[MAX_COLUMNS];
     int finished;
+    size_t spill_bytes; /* an index holds this many bytes of keys in memory, then spills them */
+    char *table_path;   /* the table's file: index keys spill beside it */
 } Builder;
 
 /* Local bytes of a payload of ``size`` on a page (the rest goes to overflow pages). */
@@ -667,19 +697,128 @@ static int table_flush_leaf(Builder *self) {
     return 0;
 }
 
-/* Room for one more key reference in ``index``. */
-static int reserve_ref(Index *index) {
-    return grow((void **)&index->refs, &index->capacity, index->count, sizeof(KeyRef));
+/* An unnamed file in the directory of ``path`` (never seen there, gone when closed), or -1. */
+static int unnamed_file_beside(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t length = slash == NULL ? 1 : (size_t)(slash - path) + (slash == path);
+    char *directory = malloc(length + 1);
+    if (directory == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(directory, slash == NULL ? "." : path, length);
+    directory[length] = 0;
+    int fd = -1;
+#ifdef O_TMPFILE
+    fd = open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (fd < 0) { /* no O_TMPFILE here, or not on this file system: a file unlinked at once */
+        size_t size = length + 32;
+        char *name = malloc(size);
+        if (name != NULL) {
+            snprintf(name, size, "%s/.graphboard-keys-XXXXXX", directory);
+            fd = mkstemp(name);
+            if (fd >= 0) {
+                unlink(name);
+                fcntl(fd, F_SETFD, FD_CLOEXEC);
+            }
+            free(name);
+        }
+    }
+    free(directory);
+    return fd;
 }
 
-/* Close the key begun at ``start`` with its rowid and keep it. */
-static int end_key(Index *index, size_t start, int64_t rowid) {
-    Value id = {1, rowid, 0, NULL, 0};
-    if (key_append_value(&index->keys, &id) < 0 || reserve_ref(index) < 0) return -1;
-    index->refs[index->count].offset = start;
-    index->refs[index->count].length = (uint32_t)(index->keys.size - start);
-    index->count++;
+static const uint8_t *key_skip_value(const uint8_t *p, const uint8_t *end);
+
+/* References to the ``count`` keys in ``keys``, in the order they lie there. */
+static KeyRef *refs_of(const Bytes *keys, size_t count, int column_count) {
+    KeyRef *refs = malloc((count ? count : 1) * sizeof(KeyRef));
+    if (refs == NULL) {
+        fail_memory();
+        return NULL;
+    }
+    const uint8_t *base = keys->data, *p = base, *end = base + keys->size;
+    for (size_t i = 0; i < count; i++) {
+        const uint8_t *start = p;
+        for (int c = 0; c <= column_count && p != NULL; c++) p = p < end ? key_skip_value(p, end) : NULL;
+        if (p == NULL) {
+            free(refs);
+            errno = EIO;
+            fail_os("read index keys (they end early)");
+            return NULL;
+        }
+        refs[i] = (KeyRef){0, (uint64_t)(start - base), (uint32_t)(p - start)};
+    }
+    return refs;
+}
+
+static void sort_refs(const uint8_t *base, KeyRef *refs, size_t count);
+
+/* Sort the held keys and move them, as one run, to the end of the index's spill file. */
+static int spill_keys(Builder *self, Index *index) {
+    if (index->spill_fd < 0) {
+        index->spill_fd = unnamed_file_beside(self->table_path);
+        if (index->spill_fd < 0) return fail_os("create a file for index keys");
+    }
+    if (grow((void **)&index->runs, &index->run_capacity, index->run_count, sizeof(Run)) < 0) return -1;
+    KeyRef *refs = refs_of(&index->keys, index->held, index->column_count);
+    if (refs == NULL) return -1;
+    Bytes run = {0};
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    sort_refs(index->keys.data, refs, index->held);
+    failed = bytes_reserve(&run, index->keys.size + 4 * index->held) < 0;
+    for (size_t i = 0; i < index->held && !failed; i++) {
+        uint8_t length[4];
+        put_be(length, refs[i].length, 4);
+        memcpy(run.data + run.size, length, 4);
+        memcpy(run.data + run.size + 4, index->keys.data + refs[i].offset, refs[i].length);
+        run.size += 4 + (size_t)refs[i].length;
+    }
+    const uint8_t *p = run.data;
+    size_t left = failed ? 0 : run.size;
+    while (left > 0) {
+        ssize_t n = write(index->spill_fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            failed = fail_os("write index keys");
+            break;
+        }
+        p += n;
+        left -= (size_t)n;
+    }
+    Py_END_ALLOW_THREADS
+    free(refs);
+    free(run.data);
+    if (failed) return -1;
+    index->runs[index->run_count++] = (Run){index->spilled, run.size};
+    index->spilled += run.size;
+    index->keys.size = 0;
+    index->held = 0;
     return 0;
+}
+
+/* Close the key begun with its rowid and keep it: held in memory up to the builder's
+ * budget, then spilled. */
+static int end_key(Builder *self, Index *index, int64_t rowid) {
+    Value id = {1, rowid, 0, NULL, 0};
+    if (key_append_value(&index->keys, &id) < 0) return -1;
+    index->count++;
+    index->held++;
+    return index->keys.size >= self->spill_bytes ? spill_keys(self, index) : 0;
+}
+
+/* The byte just after the key value at ``p``. */
+static const uint8_t *key_skip_value(const uint8_t *p, const uint8_t *end) {
+    if (*p == TAG_NULL) return p + 1;
+    if (*p == TAG_INT) return p + 9;
+    for (p++;;) { /* text: up to 0x00 0x00 (a 0x00 of its own is 0x00 0xff) */
+        const uint8_t *zero = memchr(p, 0, (size_t)(end - p));
+        if (zero == NULL || zero + 1 >= end) return NULL;
+        p = zero + 2;
+        if (zero[1] == 0) return p;
+    }
 }
 
 /* Put the record of row ``rowid`` into the table leaf being filled. */
@@ -709,10 +848,9 @@ static int append_row(Builder *self, PyObject *row) {
     int64_t rowid = self->rowid + 1;
     for (int x = 0; x < self->index_count; x++) {
         Index *index = &self->indexes[x];
-        size_t start = index->keys.size;
         for (int c = 0; c < index->column_count; c++)
             if (key_append_value(&index->keys, &self->values[index->columns[c]]) < 0) return -1;
-        if (end_key(index, start, rowid) < 0) return -1;
+        if (end_key(self, index, rowid) < 0) return -1;
     }
     self->record.size = 0;
     if (encode_record(&self->record, self->values, self->column_count) < 0) return -1;
@@ -875,13 +1013,11 @@ typedef struct {
     Value values[MAX_COLUMNS + 1];
 } LeafKeys;
 
-static const uint8_t *leaf_key_at(void *context, size_t i, size_t *size) {
-    LeafKeys *k = context;
-    Index *index = k->index;
-    const uint8_t *p = index->keys.data + index->refs[i].offset;
-    const uint8_t *end = p + index->refs[i].length;
+/* The index cell of the key at ``p`` (``length`` bytes): its values as a SQLite record. */
+static const uint8_t *key_cell(LeafKeys *k, const uint8_t *p, size_t length, size_t *size) {
+    const uint8_t *end = p + length;
     k->scratch.size = 0;
-    int count = index->column_count + 1;
+    int count = k->index->column_count + 1;
     for (int c = 0; c < count; c++) {
         p = key_read_value(p, end, &k->values[c], &k->scratch);
         if (p == NULL) return NULL;
@@ -899,6 +1035,12 @@ static const uint8_t *leaf_key_at(void *context, size_t i, size_t *size) {
     return k->cell.data;
 }
 
+static const uint8_t *leaf_key_at(void *context, size_t i, size_t *size) {
+    LeafKeys *k = context;
+    const KeyRef *ref = &k->index->refs[i];
+    return key_cell(k, k->index->keys.data + ref->offset, ref->length, size);
+}
+
 static const uint8_t *divider_at(void *context, size_t i, size_t *size) {
     Dividers *d = context;
     size_t start = i ? d->ends[i - 1] : 0;
@@ -906,24 +1048,23 @@ static const uint8_t *divider_at(void *context, size_t i, size_t *size) {
     return d->cells.data + start;
 }
 
-/* Sort an index's keys and write its B-tree; returns the root page, 0 on error. */
-static uint32_t build_index(Writer *w, Index *index) {
-    const uint8_t *base = index->keys.data;
+/* Sort ``count`` key references into key order: by the 8 bytes after the keys' common
+ * prefix, then the rest. */
+static void sort_refs(const uint8_t *base, KeyRef *refs, size_t count) {
     size_t common = 0;
-    if (index->count > 0) {
-        common = index->refs[0].length;
-        const uint8_t *first = base + index->refs[0].offset;
-        for (size_t i = 1; i < index->count && common > 0; i++) {
-            const uint8_t *key = base + index->refs[i].offset;
-            size_t n = index->refs[i].length < common ? index->refs[i].length : common;
+    if (count > 0) {
+        common = refs[0].length;
+        const uint8_t *first = base + refs[0].offset;
+        for (size_t i = 1; i < count && common > 0; i++) {
+            const uint8_t *key = base + refs[i].offset;
+            size_t n = refs[i].length < common ? refs[i].length : common;
             size_t same = 0;
             while (same < n && key[same] == first[same]) same++;
             common = same;
         }
     }
-    int sorted = 1;
-    for (size_t i = 0; i < index->count; i++) {
-        KeyRef *r = &index->refs[i];
+    for (size_t i = 0; i < count; i++) {
+        KeyRef *r = &refs[i];
         uint8_t bytes[8] = {0};
         size_t available = r->length > common ? r->length - common : 0;
         memcpy(bytes, base + r->offset + common, available < 8 ? available : 8);
@@ -932,25 +1073,223 @@ static uint32_t build_index(Writer *w, Index *index) {
         r->prefix = prefix;
     }
     SortKeys keys = {base, common};
-    for (size_t i = 1; i < index->count && sorted; i++)
-        if (compare_refs(&index->refs[i - 1], &index->refs[i], &keys) > 0) sorted = 0;
-    if (!sorted) qsort_r(index->refs, index->count, sizeof(KeyRef), compare_refs, &keys);
-    if (index->unique) { /* equal keys but for the rowid (its tag and 8 bytes, last) */
-        for (size_t i = 1; i < index->count; i++) {
-            const KeyRef *a = &index->refs[i - 1], *b = &index->refs[i];
-            if (a->length == b->length && memcmp(base + a->offset, base + b->offset, a->length - 9) == 0)
-            {
-                failure = (Failure){FAIL_DUPLICATE, 0, NULL, index, i};
-                return 0; /* the keys stay, for raise_failure to show */
+    int sorted = 1;
+    for (size_t i = 1; i < count && sorted; i++)
+        if (compare_refs(&refs[i - 1], &refs[i], &keys) > 0) sorted = 0;
+    if (!sorted) qsort_r(refs, count, sizeof(KeyRef), compare_refs, &keys);
+}
+
+/* Whether two keys are equal but for their rowids (its tag and 8 bytes, last). */
+static int same_but_rowid(const uint8_t *a, size_t a_length, const uint8_t *b, size_t b_length) {
+    return a_length == b_length && memcmp(a, b, a_length - 9) == 0;
+}
+
+/* Record a unique index's duplicate key (a copy, in ``index->keys``) for raise_failure. */
+static int fail_duplicate(Index *index, const uint8_t *key, size_t length) {
+    Bytes copy = {0};
+    KeyRef *ref = malloc(sizeof(KeyRef));
+    if (ref == NULL || bytes_append(&copy, key, length) < 0) {
+        free(ref);
+        free(copy.data);
+        return fail_memory();
+    }
+    free(index->keys.data);
+    free(index->refs);
+    index->keys = copy;
+    index->refs = ref;
+    *ref = (KeyRef){0, 0, (uint32_t)length};
+    failure = (Failure){FAIL_DUPLICATE, 0, NULL, index, 0};
+    return -1;
+}
+
+/* ---- merging spilled runs of keys ---------------------------------------------------------
+ * A spilled index is its runs (sorted, in the spill file) and the keys still held (sorted
+ * here), merged through a heap of one reader per run: only a buffer per run is in memory. */
+
+typedef struct {
+    int fd;                 /* the spill file; -1 for the held keys */
+    uint64_t next, end;     /* the part of the run still to read */
+    Bytes buffer;
+    size_t start;           /* unread bytes: buffer.data[start .. buffer.size) */
+    const KeyRef *refs;     /* the held keys: in order, ``at`` of ``count`` taken */
+    const uint8_t *base;
+    size_t at, count;
+    const uint8_t *key;     /* the reader's current key, NULL once it is done */
+    size_t length;
+} RunReader;
+
+enum { RUN_BUFFER = 1 << 18 };
+
+/* At least ``want`` unread bytes in the reader's buffer (fewer only at the run's end). */
+static int reader_fill(RunReader *r, size_t want) {
+    size_t unread = r->buffer.size - r->start;
+    if (unread >= want || r->next == r->end) return 0;
+    memmove(r->buffer.data, r->buffer.data + r->start, unread);
+    r->buffer.size = unread;
+    r->start = 0;
+    size_t rest = unread + (size_t)(r->end - r->next); /* no more than the run holds */
+    size_t room = want > RUN_BUFFER ? want : RUN_BUFFER < rest ? RUN_BUFFER : rest;
+    if (bytes_reserve(&r->buffer, room - unread) < 0) return -1;
+    while (r->buffer.size < want && r->next < r->end) {
+        size_t ask = r->buffer.capacity - r->buffer.size;
+        if (ask > r->end - r->next) ask = (size_t)(r->end - r->next);
+        ssize_t n = pread(r->fd, r->buffer.data + r->buffer.size, ask, (off_t)r->next);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            if (n == 0) errno = EIO;
+            return fail_os("read index keys back");
+        }
+        r->buffer.size += (size_t)n;
+        r->next += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* Move the reader to its next key (``key`` NULL at the end). */
+static int reader_advance(RunReader *r) {
+    if (r->fd < 0) {
+        if (r->at == r->count) {
+            r->key = NULL;
+            return 0;
+        }
+        r->key = r->base + r->refs[r->at].offset;
+        r->length = r->refs[r->at++].length;
+        return 0;
+    }
+    if (r->key != NULL) r->start += r->length; /* the key taken last */
+    if (reader_fill(r, 4) < 0) return -1;
+    if (r->buffer.size - r->start == 0) {
+        r->key = NULL;
+        return 0;
+    }
+    const uint8_t *head = r->buffer.data + r->start;
+    size_t length = (size_t)head[0] << 24 | (size_t)head[1] << 16 | (size_t)head[2] << 8 | head[3];
+    r->start += 4;
+    if (reader_fill(r, length) < 0) return -1;
+    if (r->buffer.size - r->start < length) {
+        errno = EIO;
+        return fail_os("read index keys back (a run ends early)");
+    }
+    r->key = r->buffer.data + r->start;
+    r->length = length;
+    return 0;
+}
+
+static int reader_before(const RunReader *a, const RunReader *b) {
+    size_t n = a->length < b->length ? a->length : b->length;
+    int c = memcmp(a->key, b->key, n);
+    return c ? c < 0 : a->length < b->length;
+}
+
+typedef struct {
+    LeafKeys leaf;
+    RunReader **heap; /* the readers with keys left, the next key's first */
+    size_t size;
+    Bytes taken;      /* the key given last */
+} Merge;
+
+static void heap_down(Merge *m, size_t i) {
+    for (;;) {
+        size_t least = i, left = 2 * i + 1, right = left + 1;
+        if (left < m->size && reader_before(m->heap[left], m->heap[least])) least = left;
+        if (right < m->size && reader_before(m->heap[right], m->heap[least])) least = right;
+        if (least == i) return;
+        RunReader *swap = m->heap[i];
+        m->heap[i] = m->heap[least];
+        m->heap[least] = swap;
+        i = least;
+    }
+}
+
+static const uint8_t *merged_key_at(void *context, size_t i, size_t *size) {
+    (void)i; /* keys are asked for in order */
+    Merge *m = context;
+    Index *index = m->leaf.index;
+    if (m->size == 0) {
+        errno = EIO;
+        fail_os("merge index keys (fewer than written)");
+        return NULL;
+    }
+    RunReader *r = m->heap[0];
+    if (index->unique && m->taken.size && same_but_rowid(m->taken.data, m->taken.size, r->key, r->length)) {
+        fail_duplicate(index, r->key, r->length);
+        return NULL;
+    }
+    m->taken.size = 0;
+    if (bytes_append(&m->taken, r->key, r->length) < 0 || reader_advance(r) < 0) return NULL;
+    if (r->key == NULL) m->heap[0] = m->heap[--m->size];
+    heap_down(m, 0);
+    return key_cell(&m->leaf, m->taken.data, m->taken.size, size);
+}
+
+/* Pack the index's leaves from its merged runs into ``level``; -1 on error. */
+static int pack_merged_leaves(Writer *w, Index *index, Dividers *level) {
+    size_t readers_count = index->run_count + 1;
+    RunReader *readers = calloc(readers_count, sizeof(RunReader));
+    Merge m = {{w, index, {0}, {0}, {0}, {{0}}}, calloc(readers_count, sizeof(RunReader *)), 0, {0}};
+    int failed = readers == NULL || m.heap == NULL ? fail_memory() : 0;
+    if (!failed) {
+        index->refs = refs_of(&index->keys, index->held, index->column_count);
+        failed = index->refs == NULL;
+    }
+    if (!failed) sort_refs(index->keys.data, index->refs, index->held);
+    for (size_t x = 0; x < readers_count && !failed; x++) {
+        RunReader *r = &readers[x];
+        if (x < index->run_count) {
+            *r = (RunReader){index->spill_fd, index->runs[x].offset,
+                             index->runs[x].offset + index->runs[x].bytes, {0}, 0, NULL, NULL, 0, 0, NULL, 0};
+        } else {
+            *r = (RunReader){-1, 0, 0, {0}, 0, index->refs, index->keys.data, 0, index->held, NULL, 0};
+        }
+        failed = reader_advance(r) < 0;
+        if (!failed && r->key != NULL) m.heap[m.size++] = r;
+    }
+    for (size_t x = m.size; x-- > 0 && !failed;) heap_down(&m, x);
+    if (!failed) failed = pack_index_level(w, index->count, merged_key_at, &m, NULL, level) != 0;
+    if (!failed && m.size != 0) {
+        errno = EIO;
+        failed = fail_os("merge index keys (more than counted)");
+    }
+    for (size_t x = 0; readers != NULL && x < readers_count; x++) free(readers[x].buffer.data);
+    free(readers);
+    free(m.heap);
+    free(m.taken.data);
+    free(m.leaf.scratch.data);
+    free(m.leaf.record.data);
+    free(m.leaf.cell.data);
+    return failed ? -1 : 0;
+}
+
+/* Sort an index's keys and write its B-tree; returns the root page, 0 on error. */
+static uint32_t build_index(Writer *w, Index *index) {
+    Dividers level = {0};
+    int failed;
+    if (index->run_count > 0) {
+        failed = pack_merged_leaves(w, index, &level) < 0;
+        if (failed && failure.kind == FAIL_DUPLICATE) {
+            dividers_free(&level);
+            return 0; /* the duplicate stays, for raise_failure to show */
+        }
+    } else {
+        index->refs = refs_of(&index->keys, index->held, index->column_count);
+        if (index->refs == NULL) return 0;
+        const uint8_t *base = index->keys.data;
+        sort_refs(base, index->refs, index->held);
+        if (index->unique) {
+            for (size_t i = 1; i < index->held; i++) {
+                const KeyRef *a = &index->refs[i - 1], *b = &index->refs[i];
+                if (same_but_rowid(base + a->offset, a->length, base + b->offset, b->length)) {
+                    failure = (Failure){FAIL_DUPLICATE, 0, NULL, index, i};
+                    return 0; /* the keys stay, for raise_failure to show */
+                }
             }
         }
+        LeafKeys leaf_keys = {w, index, {0}, {0}, {0}, {{0}}};
+        failed = pack_index_level(w, index->held, leaf_key_at, &leaf_keys, NULL, &level);
+        free(leaf_keys.scratch.data);
+        free(leaf_keys.record.data);
+        free(leaf_keys.cell.data);
     }
-    LeafKeys leaf_keys = {w, index, {0}, {0}, {0}, {{0}}};
-    Dividers level = {0};
-    int failed = pack_index_level(w, index->count, leaf_key_at, &leaf_keys, NULL, &level);
-    free(leaf_keys.scratch.data);
-    free(leaf_keys.record.data);
-    free(leaf_keys.cell.data);
     while (!failed && level.pages.count > 1) {
         Dividers up = {0};
         failed = pack_index_level(w, level.count, divider_at, &level, &level.pages, &up);
@@ -964,7 +1303,9 @@ static uint32_t build_index(Writer *w, Index *index) {
     free(index->refs);
     memset(&index->keys, 0, sizeof(index->keys));
     index->refs = NULL;
-    index->count = index->capacity = 0;
+    index->count = index->held = 0;
+    if (index->spill_fd >= 0) close(index->spill_fd);
+    index->spill_fd = -1;
     return root;
 }
 
@@ -986,7 +1327,13 @@ static void builder_release(Builder *self) {
         free(self->indexes[x].refs);
         self->indexes[x].keys.data = NULL;
         self->indexes[x].refs = NULL;
+        if (self->indexes[x].spill_fd >= 0) close(self->indexes[x].spill_fd);
+        self->indexes[x].spill_fd = -1;
+        free(self->indexes[x].runs);
+        self->indexes[x].runs = NULL;
     }
+    free(self->table_path);
+    self->table_path = NULL;
     if (self->pages.fd >= 0) close(self->pages.fd);
     self->pages.fd = -1;
 }
@@ -999,15 +1346,27 @@ static void builder_dealloc(Builder *self) {
 }
 
 static int builder_init(Builder *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"path", "affinities", "indexes", "page_size", NULL};
+    static char *keywords[] = {"path", "affinities", "indexes", "page_size", "spill_bytes", NULL};
     PyObject *path, *indexes;
     const char *affinities;
     unsigned int page_size = 4096;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&sO|I", keywords, PyUnicode_FSDecoder, &path,
-                                     &affinities, &indexes, &page_size))
+    Py_ssize_t spill_bytes = 8 << 20;
+    for (int x = 0; x < MAX_INDEXES; x++) self->indexes[x].spill_fd = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&sO|In", keywords, PyUnicode_FSDecoder, &path,
+                                     &affinities, &indexes, &page_size, &spill_bytes))
         return -1;
     self->path = path;
     self->pages.fd = -1;
+    if (spill_bytes < 1) {
+        PyErr_SetString(PyExc_ValueError, "spill_bytes must be at least 1");
+        return -1;
+    }
+    self->spill_bytes = (size_t)spill_bytes;
+    self->table_path = strdup(PyUnicode_AsUTF8(path));
+    if (self->table_path == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (page_size < 512 || page_size > 65536 || (page_size & (page_size - 1))) {
         PyErr_SetString(PyExc_ValueError, "page_size must be a power of two from 512 to 65536");
         return -1;
@@ -1145,13 +1504,17 @@ static void *index_worker(void *context) {
     return NULL;
 }
 
+static uint64_t index_bytes(const Index *index) {
+    return index->spilled + index->keys.size;
+}
+
 /* Build every index into ``roots``; -1 (with ``failure`` set) on error. */
 static int build_indexes(Builder *self, int threads, uint32_t *roots) {
     IndexWork work = {self, {0}, 0, roots, 0, {0}, PTHREAD_MUTEX_INITIALIZER};
     int count = self->index_count;
     for (int i = 0; i < count; i++) { /* insertion sort by key bytes, largest first */
         int x = i;
-        for (; x > 0 && self->indexes[work.order[x - 1]].keys.size < self->indexes[i].keys.size; x--)
+        for (; x > 0 && index_bytes(&self->indexes[work.order[x - 1]]) < index_bytes(&self->indexes[i]); x--)
             work.order[x] = work.order[x - 1];
         work.order[x] = i;
     }
@@ -1181,8 +1544,11 @@ static int compare_numbers(const void *a, const void *b) {
 static int write_freelist(Pages *pages, uint32_t *free_pages, uint32_t *first_trunk) {
     size_t count = pages->unused_count;
     qsort(pages->unused, count, sizeof(uint32_t), compare_numbers);
-    while (count > 0 && pages->unused[count - 1] == pages->next - 1) {
-        count--;
+    for (;;) { /* unused pages at the end go, and the lock-byte page if it comes last */
+        if (count > 0 && pages->unused[count - 1] == pages->next - 1)
+            count--;
+        else if (pages->next - 1 != lock_byte_page(pages->page_size))
+            break;
         pages->next--;
     }
     *free_pages = (uint32_t)count;

@@ -10,6 +10,7 @@ class TableFile:
         affinities: str,
         indexes: Sequence[tuple[bool, Sequence[int]]],
         page_size: int = 4096,
+        spill_bytes: int = 8 << 20,
     ) -> None: ...
     def append(self, rows: Iterable[tuple[Any, ...]]) -> None: ...
     def finish(

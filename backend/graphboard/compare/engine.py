@@ -85,9 +85,9 @@ def compare_pair(
             target_array, target_problem = metrics.load_param_tensor(row.target, target_tensor_dir)
             golden_array, golden_problem = metrics.load_param_tensor(row.golden, golden_tensor_dir)
             row.metrics, messages = metrics.tensor_metrics(target_array, golden_array)
-            row.messages.extend(
-                message for message in (target_problem, golden_problem, *messages) if message
-            )
+            found = [problem for problem in (target_problem, golden_problem, *messages) if problem]
+            if found:
+                row.messages = [*row.messages, *found]
     level = apply_rules(target.name, rows, mode, checksums, golden.name, parallel_merge)
     comparison = NodeComparison(rows, level)
     comparison.extra_target = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
@@ -73,7 +73,9 @@ class ParamRow:
     golden: Param | None
     metrics: dict[str, Metric] = field(default_factory=dict)
     level: Level = Level.PASS
-    messages: list[str] = field(default_factory=list)
+    # a list once there is a message; nearly no row has one, and a million-record compare
+    # would hold a list per row for nothing
+    messages: Sequence[str] = ()
     requires_grad_consistent: bool = True
     paired_by: str = "name"  # "name", or "position" where the names could not agree
 
@@ -86,7 +88,7 @@ class ParamRow:
         if level > self.level:
             self.level = level
         if message and message not in self.messages:
-            self.messages.append(message)
+            self.messages = [*self.messages, message]
 
 
 @dataclass(slots=True)
