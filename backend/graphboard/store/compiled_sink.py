@@ -2,8 +2,10 @@
 
 SQLite spends most of a part's writing time keeping tb_nodes' primary key and msprobe's
 indexes; ``_btree.TableFile`` packs the rows into table pages as they come and builds every
-index from its keys, sorted once. SQLite opens the file only at the close, to create and fill
-the other tables. The file holds what store/sqlite_sink.py's would, row for row.
+index from its keys, sorted once (past a few megabytes an index's keys go to a file beside
+the part in sorted runs, merged at the end: a million-node graph's keys are never all in
+memory). SQLite opens the file only at the close, to create and fill the other tables. The
+file holds what store/sqlite_sink.py's would, row for row.
 """
 
 from __future__ import annotations
