@@ -223,16 +223,24 @@ def test_a_table_past_one_gib_leaves_sqlites_lock_byte_page_unused(
     """SQLite never stores anything in the page holding the bytes at 1 GiB (its file locks):
     a file that used it failed integrity_check ("2nd reference to page 262145") from a
     million records a side on."""
+    big = tmp_path / "big.db"
+    try:
+        _write_past_one_gib(big, rows, key_bytes)
+    finally:
+        big.unlink(missing_ok=True)  # pytest keeps its last runs' folders: not a GiB each
+
+
+def _write_past_one_gib(big: Path, rows: int, key_bytes: int) -> None:
     payload = "p" * (1 << 20)  # unindexed: overflow pages, about 257 a row
-    table = _btree.TableFile(str(tmp_path / "big.db"), "TTT", [(True, (0,)), (False, (2,))], 4096)
+    table = _btree.TableFile(str(big), "TTT", [(True, (0,)), (False, (2,))], 4096)
     table.append((f"{n:06d}", payload, f"{n % 7}" * key_bytes + f"{n:06d}") for n in range(rows))
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY, big TEXT, k TEXT)")
     conn.execute("CREATE INDEX k ON t (k)")
     schema_rows = conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema").fetchall()
     table.finish(schema_rows, _version(), threads=2)
-    assert (tmp_path / "big.db").stat().st_size > 1 << 30
-    with sqlite3.connect(tmp_path / "big.db") as written:
+    assert big.stat().st_size > 1 << 30
+    with sqlite3.connect(big) as written:
         assert written.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert written.execute("SELECT count(*), max(length(big)) FROM t").fetchone() == (
             rows,
