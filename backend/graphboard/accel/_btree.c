@@ -19,10 +19,10 @@
  * bytes, then shorter first). Each key ends with the rowid, so keys are distinct. When the
  * pages are written, each key is turned back into a SQLite record.
  *
- * An index holds a few megabytes of keys in memory (``spill_bytes``), then moves them to an
- * unnamed file of its own beside the table's; each index's keys are read back only when it
- * is sorted. At a million records a side the keys are ~2 GB, which the process would
- * otherwise hold while it formats the rows; now it holds one or two indexes' at the end.
+ * An index holds a few megabytes of keys in memory (``spill_bytes``), then sorts them and
+ * moves them as one run to an unnamed file of its own beside the table's; at the end its runs
+ * are merged, a buffer per run. At a million records a side the keys are ~2 GB, which the
+ * process would otherwise hold until its last row.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -729,7 +729,17 @@ static int unnamed_file_beside(const char *path) {
     return fd;
 }
 
-static const uint8_t *key_skip_value(const uint8_t *p, const uint8_t *end);
+/* The byte just after the key value at ``p``. */
+static const uint8_t *key_skip_value(const uint8_t *p, const uint8_t *end) {
+    if (*p == TAG_NULL) return p + 1;
+    if (*p == TAG_INT) return p + 9;
+    for (p++;;) { /* text: up to 0x00 0x00 (a 0x00 of its own is 0x00 0xff) */
+        const uint8_t *zero = memchr(p, 0, (size_t)(end - p));
+        if (zero == NULL || zero + 1 >= end) return NULL;
+        p = zero + 2;
+        if (zero[1] == 0) return p;
+    }
+}
 
 /* References to the ``count`` keys in ``keys``, in the order they lie there. */
 static KeyRef *refs_of(const Bytes *keys, size_t count, int column_count) {
@@ -776,18 +786,8 @@ static int spill_keys(Builder *self, Index *index) {
         memcpy(run.data + run.size + 4, index->keys.data + refs[i].offset, refs[i].length);
         run.size += 4 + (size_t)refs[i].length;
     }
-    const uint8_t *p = run.data;
-    size_t left = failed ? 0 : run.size;
-    while (left > 0) {
-        ssize_t n = write(index->spill_fd, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            failed = fail_os("write index keys");
-            break;
-        }
-        p += n;
-        left -= (size_t)n;
-    }
+    if (!failed)
+        failed = write_at(index->spill_fd, run.data, run.size, (off_t)index->spilled, "write index keys");
     Py_END_ALLOW_THREADS
     free(refs);
     free(run.data);
@@ -807,18 +807,6 @@ static int end_key(Builder *self, Index *index, int64_t rowid) {
     index->count++;
     index->held++;
     return index->keys.size >= self->spill_bytes ? spill_keys(self, index) : 0;
-}
-
-/* The byte just after the key value at ``p``. */
-static const uint8_t *key_skip_value(const uint8_t *p, const uint8_t *end) {
-    if (*p == TAG_NULL) return p + 1;
-    if (*p == TAG_INT) return p + 9;
-    for (p++;;) { /* text: up to 0x00 0x00 (a 0x00 of its own is 0x00 0xff) */
-        const uint8_t *zero = memchr(p, 0, (size_t)(end - p));
-        if (zero == NULL || zero + 1 >= end) return NULL;
-        p = zero + 2;
-        if (zero[1] == 0) return p;
-    }
 }
 
 /* Put the record of row ``rowid`` into the table leaf being filled. */
@@ -1035,12 +1023,6 @@ static const uint8_t *key_cell(LeafKeys *k, const uint8_t *p, size_t length, siz
     return k->cell.data;
 }
 
-static const uint8_t *leaf_key_at(void *context, size_t i, size_t *size) {
-    LeafKeys *k = context;
-    const KeyRef *ref = &k->index->refs[i];
-    return key_cell(k, k->index->keys.data + ref->offset, ref->length, size);
-}
-
 static const uint8_t *divider_at(void *context, size_t i, size_t *size) {
     Dividers *d = context;
     size_t start = i ? d->ends[i - 1] : 0;
@@ -1102,9 +1084,10 @@ static int fail_duplicate(Index *index, const uint8_t *key, size_t length) {
     return -1;
 }
 
-/* ---- merging spilled runs of keys ---------------------------------------------------------
- * A spilled index is its runs (sorted, in the spill file) and the keys still held (sorted
- * here), merged through a heap of one reader per run: only a buffer per run is in memory. */
+/* ---- merging the runs of keys ---------------------------------------------------------
+ * An index's keys are its spilled runs (sorted, in the spill file) and the keys still held
+ * (sorted at the end), merged through a heap of one reader per run: only a buffer per run
+ * is in memory. An index that never spilled is one run, its held keys. */
 
 typedef struct {
     int fd;                 /* the spill file; -1 for the held keys */
@@ -1222,8 +1205,9 @@ static const uint8_t *merged_key_at(void *context, size_t i, size_t *size) {
     return key_cell(&m->leaf, m->taken.data, m->taken.size, size);
 }
 
-/* Pack the index's leaves from its merged runs into ``level``; -1 on error. */
-static int pack_merged_leaves(Writer *w, Index *index, Dividers *level) {
+/* Pack the index's leaves into ``level``, its keys taken in order from the held ones (sorted
+ * here) and its spilled runs, merged; -1 on error. */
+static int pack_leaves(Writer *w, Index *index, Dividers *level) {
     size_t readers_count = index->run_count + 1;
     RunReader *readers = calloc(readers_count, sizeof(RunReader));
     Merge m = {{w, index, {0}, {0}, {0}, {{0}}}, calloc(readers_count, sizeof(RunReader *)), 0, {0}};
@@ -1263,32 +1247,10 @@ static int pack_merged_leaves(Writer *w, Index *index, Dividers *level) {
 /* Sort an index's keys and write its B-tree; returns the root page, 0 on error. */
 static uint32_t build_index(Writer *w, Index *index) {
     Dividers level = {0};
-    int failed;
-    if (index->run_count > 0) {
-        failed = pack_merged_leaves(w, index, &level) < 0;
-        if (failed && failure.kind == FAIL_DUPLICATE) {
-            dividers_free(&level);
-            return 0; /* the duplicate stays, for raise_failure to show */
-        }
-    } else {
-        index->refs = refs_of(&index->keys, index->held, index->column_count);
-        if (index->refs == NULL) return 0;
-        const uint8_t *base = index->keys.data;
-        sort_refs(base, index->refs, index->held);
-        if (index->unique) {
-            for (size_t i = 1; i < index->held; i++) {
-                const KeyRef *a = &index->refs[i - 1], *b = &index->refs[i];
-                if (same_but_rowid(base + a->offset, a->length, base + b->offset, b->length)) {
-                    failure = (Failure){FAIL_DUPLICATE, 0, NULL, index, i};
-                    return 0; /* the keys stay, for raise_failure to show */
-                }
-            }
-        }
-        LeafKeys leaf_keys = {w, index, {0}, {0}, {0}, {{0}}};
-        failed = pack_index_level(w, index->held, leaf_key_at, &leaf_keys, NULL, &level);
-        free(leaf_keys.scratch.data);
-        free(leaf_keys.record.data);
-        free(leaf_keys.cell.data);
+    int failed = pack_leaves(w, index, &level) < 0;
+    if (failed && failure.kind == FAIL_DUPLICATE) {
+        dividers_free(&level);
+        return 0; /* the duplicate stays, for raise_failure to show */
     }
     while (!failed && level.pages.count > 1) {
         Dividers up = {0};
