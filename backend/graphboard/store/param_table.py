@@ -51,7 +51,7 @@ def _not_json(value: Any) -> bool:
     return False
 
 
-def _non_finite(column: list[Any]) -> bool:
+def has_non_finite(column: list[Any]) -> bool:
     """Whether a column of numbers (and other values) holds NaN or an infinity: the floats'
     exact sum is finite unless one is (or the sum overflows: then the exact path too)."""
     floats = [value for value in column if value.__class__ is float]
@@ -72,8 +72,8 @@ def encode(nodes: Sequence[tuple[int, list[Param]]]) -> bytes | str:
         *fields,
     ]
     exact = (
-        any(_non_finite(fields[index]) for index in _STATISTICS)
-        or _non_finite(values)
+        any(has_non_finite(fields[index]) for index in _STATISTICS)
+        or has_non_finite(values)
         or any(_not_json(value) for value in values if value.__class__ in _CONTAINERS)
         or any(_not_json(extra) for extra in extras if extra is not None)
     )
@@ -96,11 +96,6 @@ def load_columns(data: bytes | str) -> list[Any]:
     """The columns ``dump_columns`` wrote."""
     loaded: list[Any] = json.loads(data) if isinstance(data, str) else orjson.loads(data)
     return loaded
-
-
-def has_non_finite(column: list[Any]) -> bool:
-    """Whether a column of numbers (and other values) holds NaN or an infinity."""
-    return _non_finite(column)
 
 
 def decode(data: bytes | str) -> dict[int, list[Param]]:
