@@ -21,7 +21,7 @@ from graphboard.compare.modes import common_mode
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords, build_graph, read_records
-from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph, Node
 from graphboard.overflow import check_overflow
 from graphboard.store import writer
 from graphboard.store.sink import PartSink
@@ -104,10 +104,10 @@ class GraphRows:
     graph's rows are never all in memory at once)."""
 
     prepared: writer.PreparedRows
-    names: list[str]  # in row (id) order
+    nodes: list[Node]  # in row order (writer.row_order)
 
     def __iter__(self) -> Iterator[tuple[Any, ...]]:
-        return writer.node_rows(self.prepared, self.names)
+        return writer.node_rows(self.prepared, self.nodes)
 
 
 def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRows:
@@ -118,4 +118,4 @@ def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRow
 
 def sink(part: PartSink, graph_rows: GraphRows) -> None:
     """Write a graph's rows and stacks into the task's part file."""
-    writer.write_rows(part, graph_rows.prepared, graph_rows.names)
+    writer.write_rows(part, graph_rows.prepared, graph_rows.nodes)

@@ -125,8 +125,8 @@ def _write_part(
         pairs.append((golden, target))
     sink = open_sink(part, indexed=whole_file)
     try:
-        # in id order ("Bench_..." before "NPU_..."), as SQLite returns rows by primary key
-        for graph, partner in sorted(pairs, key=lambda pair: pair[0].graph_id):
+        # the target's rows before the golden's, as msprobe writes them
+        for graph, partner in pairs:
             stages.sink(sink, stages.rows(graph, partner, mode))
         clock.lap("rows")
         sink.finish_nodes()

@@ -162,26 +162,26 @@ def write_graph(
     write_rows(conn, prepare_rows(graph, counterpart, mode), row_order(graph))
 
 
-def row_order(graph: Graph) -> list[str]:
-    """A graph's node names in the order of their rows: id ("<graph_id>_<name>") order, names
-    sorted as plain strings, as SQLite would return them by primary key (a caller writing
-    several graphs into one file keeps that order by writing them in graph_id order)."""
-    return sorted(graph.nodes)
+def row_order(graph: Graph) -> list[Node]:
+    """A graph's nodes in the order of their rows: node_order, as msprobe writes them (a
+    caller writing several graphs into one file writes the target's before the golden's, as
+    msprobe does). It is also the order the nodes were built in, near their allocation
+    order: a million-node graph's rows visited by name would miss the cache at every node."""
+    return graph.ordered()
 
 
 def prepare_rows(graph: Graph, counterpart: Graph | None, mode: DataMode | None) -> PreparedRows:
     return _prepare(graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
 
 
-def node_rows(rows: PreparedRows, names: list[str]) -> Iterator[tuple[Any, ...]]:
-    """The tb_nodes rows of the nodes ``names``, in that order, formatted as they are taken."""
-    nodes = rows.graph.nodes
-    return _rows_of(rows, (nodes[name] for name in names))
+def node_rows(rows: PreparedRows, nodes: list[Node]) -> Iterator[tuple[Any, ...]]:
+    """The tb_nodes rows of ``nodes``, in that order, formatted as they are taken."""
+    return _rows_of(rows, nodes)
 
 
-def write_rows(conn: PartSink, rows: PreparedRows, names: list[str]) -> None:
-    """The tb_nodes rows of the nodes ``names`` (in that order), then the graph's stacks."""
-    conn.insert_nodes(node_rows(rows, names))
+def write_rows(conn: PartSink, rows: PreparedRows, nodes: list[Node]) -> None:
+    """The tb_nodes rows of ``nodes`` (in that order), then the graph's stacks."""
+    conn.insert_nodes(node_rows(rows, nodes))
     conn.executemany(_STACK_INSERT, rows.stack_rows)
 
 
@@ -211,8 +211,9 @@ def write_summaries(conn: Statements, graphs: list[tuple[Graph, Graph | None]]) 
 def write_graphs(
     conn: PartSink, graphs: list[tuple[Graph, Graph | None]], mode: DataMode | None
 ) -> None:
-    """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None)."""
-    for graph, counterpart in sorted(graphs, key=lambda pair: pair[0].graph_id):
+    """Insert (side, step, rank) graphs, each with its counterpart in a compare (else None),
+    in the order given (msprobe's: a target before its golden)."""
+    for graph, counterpart in graphs:
         write_graph(conn, graph, counterpart, mode)
     write_summaries(conn, graphs)
 
