@@ -171,3 +171,33 @@ def test_resnet_display_strings_are_msprobes(tmp_path: Path) -> None:
     reference = reference_db("msprobe-resnet50-gpu", "reference-compare-step1-vs-step0")
     differing = _differing_cells(our_cells, _display(reference), "msprobe-resnet50-gpu")
     assert not differing, f"{len(differing)} cells differ, first: {differing[:5]}"
+
+
+def _row_order(path: Path) -> tuple[list[str], bool]:
+    """The graphs in the order their rows were written, and whether each graph's rows are in
+    node_order."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT graph_id, node_order FROM tb_nodes ORDER BY rowid").fetchall()
+    graphs: list[str] = []
+    orders: dict[str, list[int]] = {}
+    for graph_id, node_order in rows:
+        if not graphs or graphs[-1] != graph_id:
+            graphs.append(graph_id)
+        orders.setdefault(graph_id, []).append(node_order)
+    return graphs, all(order == list(range(len(order))) for order in orders.values())
+
+
+@pytest.mark.parametrize(("case", "folder", "flags"), CASES, ids=[f"{c}/{f}" for c, f, _ in CASES])
+def test_rows_are_written_in_msprobes_order(
+    built: BuildFn, case: str, folder: str, flags: dict[str, Any]
+) -> None:
+    """A graph's rows in node_order, each target graph before its golden, as msprobe writes
+    them: a reader of tb_nodes without ORDER BY sees our files as it sees msprobe's."""
+    flags = dict(flags)
+    compare = flags.pop("compare", True)
+    if "layer_mapping" in flags:
+        flags["layer_mapping"] = fixture_path(case, flags["layer_mapping"])
+    ours, in_node_order = _row_order(built(case, compare=compare, **flags))
+    theirs, _ = _row_order(reference_db(case, folder))
+    assert in_node_order
+    assert ours == theirs
