@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -209,6 +211,41 @@ def test_a_duplicate_key_among_spilled_ones_is_refused_naming_it(tmp_path: Path)
 def test_spill_bytes_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="spill_bytes must be at least 1"):
         _btree.TableFile(str(tmp_path / "t.db"), "TITITI", _INDEXES, 4096, spill_bytes=0)
+
+
+# A full disk for one process: a file size limit, SIGXFSZ ignored so the write fails instead.
+_FULL_DISK = """
+import resource, signal, sys
+from graphboard.accel import _btree
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 21, resource.RLIM_INFINITY))
+table = _btree.TableFile(sys.argv[1], "tTi", [(True, (0,)), (False, (2, 1))], spill_bytes=int(sys.argv[2]))
+try:
+    table.append((f"id{n:08d}", "x" * 500, n % 7) for n in range(30000))
+    table.finish([("table", "t", "t", "CREATE TABLE t (a, b, c)"), ("index", "i0", "t", None),
+                  ("index", "i1", "t", None)], 3045000)
+except OSError as error:
+    print(error)
+table.close()
+"""
+
+
+@pytest.mark.parametrize("spill_bytes", [1024, 8 << 20], ids=["keys spilled", "keys held"])
+def test_a_write_that_fails_behind_is_raised_to_the_caller(
+    tmp_path: Path, spill_bytes: int
+) -> None:
+    """Pages and spilled keys are written by the table's own thread: a write of it that fails
+    (here past a file size limit) is raised by the next call, and the table still closes."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(tmp_path / "t.db"), str(spill_bytes)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "cannot write: File too large" or done.stdout.strip() == (
+        "cannot write index keys: File too large"
+    ), done.stdout + done.stderr
 
 
 @pytest.mark.slow

@@ -23,6 +23,10 @@
  * moves them as one run to an unnamed file of its own beside the table's; at the end its runs
  * are merged, a buffer per run. At a million records a side the keys are ~2 GB, which the
  * process would otherwise hold until its last row.
+ *
+ * While rows are appended, the table's pages and the spilled runs are written by a thread of
+ * the table's own ("writing behind"), so that the kernel's copying into the page cache runs
+ * on the other core.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -424,17 +428,20 @@ typedef struct {
     size_t unused_count, unused_capacity;
 } Pages;
 
+struct Behind;
+
 typedef struct {
     Pages *pages;
     uint8_t *buffer; /* pages first .. first + count - 1, not yet written */
     uint32_t first, count;
     uint32_t end;  /* the run taken ends before this number */
     uint32_t size; /* pages per run: the buffer holds one run */
+    struct Behind *behind; /* writes its runs behind (the table's writer), or NULL: itself */
 } Writer;
 
 static int writer_open(Writer *w, Pages *pages) {
     uint32_t size = RUN_BYTES / pages->page_size;
-    *w = (Writer){pages, malloc((size_t)size * pages->page_size), 0, 0, 0, size};
+    *w = (Writer){pages, malloc((size_t)size * pages->page_size), 0, 0, 0, size, NULL};
     return w->buffer == NULL ? fail_memory() : 0;
 }
 
@@ -453,11 +460,203 @@ static int write_at(int fd, const uint8_t *data, size_t size, off_t offset, cons
     return 0;
 }
 
+/* ---- writing behind ----------------------------------------------------------------------
+ * While rows are appended (on the caller's thread, with the GIL), each full run of table pages
+ * and each spill of index keys is handed to a thread of the table's own, which sorts the keys
+ * and writes both without the GIL. At a million records a side the kernel's copying of the
+ * file into the page cache took much of the calling thread's time (bench/results/core.md); the
+ * other core does it now, while Python formats the next rows. What is handed over has its
+ * place in the file already, so the file
+ * is the same whenever the writes land. The first failure is kept and raised by the next call
+ * from Python; what is queued after it is dropped. */
+
+typedef struct Job {
+    struct Job *next;
+    int fd;
+    off_t offset;
+    uint8_t *data; /* freed once written */
+    size_t size;
+    size_t keys;   /* a spill: ``data`` holds this many keys of ``columns`` values, to sort */
+    int columns;
+} Job;
+
+#define BEHIND_BYTES (64u << 20) /* at most this much handed over and not yet written */
+
+typedef struct Behind {
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* a job queued, or stop */
+    pthread_cond_t done; /* a job done */
+    pthread_t thread;
+    int started, stop, failed;
+    Failure failure; /* the first */
+    Job *head, *tail;
+    size_t pending; /* bytes queued or being written */
+} Behind;
+
+static KeyRef *refs_of(const Bytes *keys, size_t count, int column_count);
+static void sort_refs(const uint8_t *base, KeyRef *refs, size_t count);
+
+/* A spill's run: its keys sorted, each after its 4-byte length. */
+static int write_run(const Job *job) {
+    Bytes keys = {job->data, job->size, job->size};
+    KeyRef *refs = refs_of(&keys, job->keys, job->columns);
+    if (refs == NULL) return -1;
+    sort_refs(job->data, refs, job->keys);
+    Bytes run = {0};
+    int failed = bytes_reserve(&run, job->size + 4 * job->keys) < 0;
+    for (size_t i = 0; i < job->keys && !failed; i++) {
+        put_be(run.data + run.size, refs[i].length, 4);
+        memcpy(run.data + run.size + 4, job->data + refs[i].offset, refs[i].length);
+        run.size += 4 + (size_t)refs[i].length;
+    }
+    if (!failed) failed = write_at(job->fd, run.data, run.size, job->offset, "write index keys");
+    free(refs);
+    free(run.data);
+    return failed ? -1 : 0;
+}
+
+static void *behind_worker(void *context) {
+    Behind *b = context;
+    pthread_mutex_lock(&b->lock);
+    for (;;) {
+        while (b->head == NULL && !b->stop) pthread_cond_wait(&b->wake, &b->lock);
+        Job *job = b->head;
+        if (job == NULL) break; /* stopped, and nothing left */
+        b->head = job->next;
+        if (b->head == NULL) b->tail = NULL;
+        int skip = b->failed;
+        pthread_mutex_unlock(&b->lock);
+        int failed = 0;
+        if (!skip)
+            failed = job->keys ? write_run(job) : write_at(job->fd, job->data, job->size, job->offset, "write");
+        free(job->data);
+        pthread_mutex_lock(&b->lock);
+        if (failed && !b->failed) {
+            b->failed = 1;
+            b->failure = failure;
+        }
+        b->pending -= job->size;
+        free(job);
+        pthread_cond_broadcast(&b->done);
+    }
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+static int behind_init(Behind *b) {
+    *b = (Behind){0};
+    if (pthread_mutex_init(&b->lock, NULL) != 0) return -1;
+    if (pthread_cond_init(&b->wake, NULL) != 0) {
+        pthread_mutex_destroy(&b->lock);
+        return -1;
+    }
+    if (pthread_cond_init(&b->done, NULL) != 0) {
+        pthread_cond_destroy(&b->wake);
+        pthread_mutex_destroy(&b->lock);
+        return -1;
+    }
+    return 0;
+}
+
+/* The first failure of the writes behind, into this thread's ``failure``: -1 if there was one. */
+static int behind_failed(Behind *b) {
+    pthread_mutex_lock(&b->lock);
+    int failed = b->failed;
+    if (failed) failure = b->failure;
+    pthread_mutex_unlock(&b->lock);
+    return failed ? -1 : 0;
+}
+
+/* Hand ``data`` (``size`` bytes, freed when written) to be written at ``offset``, sorted
+ * first if it holds ``keys`` index keys. With the GIL held: it is let go while the queue is
+ * full. -1 with ``failure`` set, ``data`` freed. */
+static int behind_submit(Behind *b, int fd, off_t offset, uint8_t *data, size_t size, size_t keys, int columns) {
+    Job *job = malloc(sizeof(Job));
+    if (job == NULL) {
+        free(data);
+        return fail_memory();
+    }
+    *job = (Job){NULL, fd, offset, data, size, keys, columns};
+    pthread_mutex_lock(&b->lock);
+    if (!b->started) {
+        if (pthread_create(&b->thread, NULL, behind_worker, b) != 0) {
+            pthread_mutex_unlock(&b->lock);
+            free(job);
+            free(data);
+            errno = EAGAIN;
+            return fail_os("start the writing thread");
+        }
+        b->started = 1;
+    }
+    if (b->pending > 0 && b->pending + size > BEHIND_BYTES) {
+        Py_BEGIN_ALLOW_THREADS
+        while (b->pending > 0 && b->pending + size > BEHIND_BYTES) pthread_cond_wait(&b->done, &b->lock);
+        Py_END_ALLOW_THREADS
+    }
+    if (b->failed) {
+        failure = b->failure;
+        pthread_mutex_unlock(&b->lock);
+        free(job);
+        free(data);
+        return -1;
+    }
+    if (b->tail != NULL) b->tail->next = job;
+    else b->head = job;
+    b->tail = job;
+    b->pending += size;
+    pthread_cond_signal(&b->wake);
+    pthread_mutex_unlock(&b->lock);
+    return 0;
+}
+
+/* Wait until everything handed over is written, and end the thread (with the GIL held: it is
+ * let go meanwhile). -1 with ``failure`` set if a write failed. */
+static int behind_finish(Behind *b) {
+    pthread_mutex_lock(&b->lock);
+    int started = b->started;
+    b->stop = 1;
+    b->started = 0;
+    pthread_cond_signal(&b->wake);
+    pthread_mutex_unlock(&b->lock);
+    if (started) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(b->thread, NULL);
+        Py_END_ALLOW_THREADS
+    }
+    pthread_mutex_lock(&b->lock);
+    b->stop = 0;
+    pthread_mutex_unlock(&b->lock);
+    return behind_failed(b);
+}
+
+/* Drop what is not yet written and end the thread: the table is abandoned. */
+static void behind_abandon(Behind *b) {
+    pthread_mutex_lock(&b->lock);
+    b->failed = 1; /* the worker skips what is left */
+    b->failure = (Failure){FAIL_OS, ECANCELED, "write (the table was abandoned)", NULL, 0};
+    pthread_mutex_unlock(&b->lock);
+    behind_finish(b);
+}
+
+static void behind_destroy(Behind *b) {
+    pthread_cond_destroy(&b->done);
+    pthread_cond_destroy(&b->wake);
+    pthread_mutex_destroy(&b->lock);
+}
+
 static int writer_flush(Writer *w) {
     uint32_t page_size = w->pages->page_size;
-    if (write_at(w->pages->fd, w->buffer, (size_t)w->count * page_size,
-                 (off_t)(w->first - 1) * page_size, "write") < 0)
+    size_t size = (size_t)w->count * page_size;
+    off_t offset = (off_t)(w->first - 1) * page_size;
+    if (w->behind != NULL) { /* the buffer goes with the write; the next run gets another */
+        uint8_t *next = malloc((size_t)w->size * page_size);
+        if (next == NULL) return fail_memory();
+        uint8_t *full = w->buffer;
+        w->buffer = next;
+        if (behind_submit(w->behind, w->pages->fd, offset, full, size, 0, 0) < 0) return -1;
+    } else if (write_at(w->pages->fd, w->buffer, size, offset, "write") < 0) {
         return -1;
+    }
     w->first += w->count;
     w->count = 0;
     return 0;
@@ -518,7 +717,9 @@ typedef struct {
     PyObject_HEAD
     PyObject *path;
     Pages pages;
-    Writer writer;      /* the calling thread's: table pages */
+    Writer writer;      /* the calling thread's: table pages, written behind */
+    Behind behind;
+    int behind_ready;
     uint8_t *leaf;      /* the table leaf being filled */
     int leaf_cells;
     uint32_t leaf_content;
@@ -763,40 +964,26 @@ static KeyRef *refs_of(const Bytes *keys, size_t count, int column_count) {
     return refs;
 }
 
-static void sort_refs(const uint8_t *base, KeyRef *refs, size_t count);
-
-/* Sort the held keys and move them, as one run, to the end of the index's spill file. */
+/* Move the held keys, as one run, to the end of the index's spill file: handed to the table's
+ * writing thread, which sorts and writes them (the run's place is known before: its keys and
+ * their lengths). */
 static int spill_keys(Builder *self, Index *index) {
     if (index->spill_fd < 0) {
         index->spill_fd = unnamed_file_beside(self->table_path);
         if (index->spill_fd < 0) return fail_os("create a file for index keys");
     }
     if (grow((void **)&index->runs, &index->run_capacity, index->run_count, sizeof(Run)) < 0) return -1;
-    KeyRef *refs = refs_of(&index->keys, index->held, index->column_count);
-    if (refs == NULL) return -1;
-    Bytes run = {0};
-    int failed = 0;
-    Py_BEGIN_ALLOW_THREADS
-    sort_refs(index->keys.data, refs, index->held);
-    failed = bytes_reserve(&run, index->keys.size + 4 * index->held) < 0;
-    for (size_t i = 0; i < index->held && !failed; i++) {
-        uint8_t length[4];
-        put_be(length, refs[i].length, 4);
-        memcpy(run.data + run.size, length, 4);
-        memcpy(run.data + run.size + 4, index->keys.data + refs[i].offset, refs[i].length);
-        run.size += 4 + (size_t)refs[i].length;
-    }
-    if (!failed)
-        failed = write_at(index->spill_fd, run.data, run.size, (off_t)index->spilled, "write index keys");
-    Py_END_ALLOW_THREADS
-    free(refs);
-    free(run.data);
-    if (failed) return -1;
-    index->runs[index->run_count++] = (Run){index->spilled, run.size};
-    index->spilled += run.size;
-    index->keys.size = 0;
+    uint8_t *next = malloc(index->keys.capacity);
+    if (next == NULL) return fail_memory();
+    uint64_t bytes = index->keys.size + 4 * (uint64_t)index->held;
+    index->runs[index->run_count++] = (Run){index->spilled, bytes};
+    uint8_t *keys = index->keys.data;
+    size_t size = index->keys.size, held = index->held;
+    off_t offset = (off_t)index->spilled;
+    index->spilled += bytes;
+    index->keys = (Bytes){next, 0, index->keys.capacity};
     index->held = 0;
-    return 0;
+    return behind_submit(&self->behind, index->spill_fd, offset, keys, size, held, index->column_count);
 }
 
 /* Close the key begun with its rowid and keep it: held in memory up to the builder's
@@ -1274,6 +1461,7 @@ static uint32_t build_index(Writer *w, Index *index) {
 /* ---- Python type ------------------------------------------------------------------------ */
 
 static void builder_release(Builder *self) {
+    if (self->behind_ready) behind_abandon(&self->behind); /* before its files close */
     free(self->writer.buffer);
     free(self->leaf);
     free(self->leaves.items);
@@ -1302,6 +1490,7 @@ static void builder_release(Builder *self) {
 
 static void builder_dealloc(Builder *self) {
     builder_release(self);
+    if (self->behind_ready) behind_destroy(&self->behind);
     pthread_mutex_destroy(&self->pages.lock);
     Py_XDECREF(self->path);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1394,6 +1583,12 @@ static int builder_init(Builder *self, PyObject *args, PyObject *kwargs) {
         PyErr_NoMemory();
         return -1;
     }
+    if (behind_init(&self->behind) < 0) {
+        PyErr_SetString(PyExc_OSError, "cannot create a lock");
+        return -1;
+    }
+    self->behind_ready = 1;
+    self->writer.behind = &self->behind;
     self->leaf_content = page_size;
     self->pages.fd = open(PyUnicode_AsUTF8(path), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (self->pages.fd < 0) {
@@ -1423,6 +1618,10 @@ static PyObject *builder_append(Builder *self, PyObject *rows) {
     }
     Py_DECREF(iterator);
     if (PyErr_Occurred()) return NULL;
+    if (behind_failed(&self->behind) < 0) {
+        raise_failure();
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -1566,6 +1765,7 @@ static PyObject *builder_finish(Builder *self, PyObject *args, PyObject *kwargs)
         if (table_flush_leaf(self) < 0) goto fail;
     roots[0] = build_table_interior(self, &self->leaves);
     if (roots[0] == 0 || writer_close(&self->writer) < 0) goto fail;
+    if (behind_finish(&self->behind) < 0) goto fail; /* the spilled runs are read next */
     if (build_indexes(self, threads, roots + 1) < 0) goto fail;
     page1 = calloc(1, page_size);
     if (page1 == NULL) {

@@ -4,7 +4,8 @@ SQLite spends most of a part's writing time keeping tb_nodes' primary key and ms
 indexes; ``_btree.TableFile`` packs the rows into table pages as they come and builds every
 index from its keys, sorted once (past a few megabytes an index's keys go to a file beside
 the part in sorted runs, merged at the end: a million-node graph's keys are never all in
-memory). SQLite opens the file only at the close, to create and fill the other tables. The
+memory); a thread of the writer's own writes the pages and runs meanwhile, without the GIL.
+SQLite opens the file only at the close, to create and fill the other tables. The
 file holds what store/sqlite_sink.py's would, row for row.
 """
 
