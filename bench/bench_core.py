@@ -126,7 +126,7 @@ def _table(variants: list[Variant]) -> list[str]:
             "",
             "## What each compiled part saves (27k compare; only that part in Python)",
             "",
-            "| part | compare s, part in Python | saves (share of the default's wall time) | kept (>= 15%) |",
+            "| part | compare s, part in Python | saves (share of that wall time) | kept (>= 15%) |",
             "|---|---:|---:|---|",
         ]
         for variant in parts:
