@@ -466,9 +466,9 @@ static int write_at(int fd, const uint8_t *data, size_t size, off_t offset, cons
  * and writes both without the GIL. At a million records a side the kernel's copying of the
  * file into the page cache took much of the calling thread's time (bench/results/core.md); the
  * other core does it now, while Python formats the next rows. What is handed over has its
- * place in the file already, so the file
- * is the same whenever the writes land. The first failure is kept and raised by the next call
- * from Python; what is queued after it is dropped. */
+ * place in the file already, so the file is the same whenever the writes land. The first
+ * failure is kept and raised by the next call from Python; what is queued after it is
+ * dropped. */
 
 typedef struct Job {
     struct Job *next;

@@ -106,7 +106,8 @@ def _prepare(graph: Graph, links: Links, mode: DataMode | None) -> PreparedRows:
     )
 
 
-def _rows_of(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
+def node_rows(context: PreparedRows, nodes: Iterable[Node]) -> Iterator[tuple[Any, ...]]:
+    """The tb_nodes rows of ``nodes``, in that order, formatted as they are taken."""
     graph = context.graph
     graph_id = context.graph_id
     for node in nodes:
@@ -165,18 +166,14 @@ def write_graph(
 def row_order(graph: Graph) -> list[Node]:
     """A graph's nodes in the order of their rows: node_order, as msprobe writes them (a
     caller writing several graphs into one file writes the target's before the golden's, as
-    msprobe does). It is also the order the nodes were built in, near their allocation
-    order: a million-node graph's rows visited by name would miss the cache at every node."""
+    msprobe does). It is also close to the order the nodes were built in, so near their
+    allocation order: a million-node graph's rows visited by name missed the cache at every
+    node."""
     return graph.ordered()
 
 
 def prepare_rows(graph: Graph, counterpart: Graph | None, mode: DataMode | None) -> PreparedRows:
     return _prepare(graph, Links.NONE if counterpart is None else Links.MATCHED, mode)
-
-
-def node_rows(rows: PreparedRows, nodes: list[Node]) -> Iterator[tuple[Any, ...]]:
-    """The tb_nodes rows of ``nodes``, in that order, formatted as they are taken."""
-    return _rows_of(rows, nodes)
 
 
 def write_rows(conn: PartSink, rows: PreparedRows, nodes: list[Node]) -> None:
