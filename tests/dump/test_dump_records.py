@@ -3,6 +3,7 @@ them (reference-builder.md §1.3), and locating tensor files without loading the
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,11 @@ from dumpmaker import (
     scalar,
     tensor,
 )
+from fixture_cases import FIXTURES
 from graphboard.dump.layout import discover
 from graphboard.dump.records import MAX_DEPTH, Param, Role, batch_p2p_ops, parse_record
 from graphboard.errors import DumpError
-from graphboard.graph.builder import build_graph
+from graphboard.graph.builder import DumpRecords, build_graph
 
 DUMP = Path("dump.json")
 
@@ -115,6 +117,20 @@ def test_tensor_statistics_and_other_fields_keep_their_types() -> None:
     assert [type(value) for value in stats] == [int, int, float, float]
     assert param.requires_grad is True and param.md5 == "0a1b2c3d"
     assert param.data_name is None and param.extra is None
+
+
+def test_the_strings_every_param_repeats_are_shared() -> None:
+    """A real dump's Params hold one string per distinct key, type and dtype, not one each: a
+    million tensors' "torch.Tensor" would be a million strings (memory, and a side handed to
+    another process pickles each of them)."""
+    fixture_path()  # skips without ../shared
+    for path in sorted(FIXTURES.rglob("dump.json")):
+        params = [param for record in DumpRecords(path).params.values() for param in record]
+        for field in ("key", "type", "dtype"):
+            values = [getattr(param, field) for param in params]
+            texts = [value for value in values if isinstance(value, str)]
+            assert texts, (path, field)
+            assert all(sys.intern(text) is text for text in texts), (path, field)
 
 
 def test_statistics_msprobe_leaves_out_stay_none() -> None:

@@ -164,7 +164,7 @@ def _shape(value: Any) -> tuple[Any, ...] | None:
 
 
 def _scalar_dtype(value: Any) -> str:
-    return f"<class '{type(value).__name__}'>"
+    return sys.intern(f"<class '{type(value).__name__}'>")  # as a tensor's dtype (_leaf)
 
 
 def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
@@ -174,7 +174,7 @@ def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
         else {k: v for k, v in leaf.items() if k not in LEAF_FIELDS}
     )
     if "dtype" in leaf or "shape" in leaf:  # a tensor: the hot path, built in one call
-        dtype = leaf.get("dtype")
+        dtype, kind = leaf.get("dtype"), leaf.get("type")
         maximum, minimum, mean, norm = (
             leaf.get("Max"),
             leaf.get("Min"),
@@ -184,7 +184,8 @@ def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
         return Param(
             sys.intern(key),
             role,
-            leaf.get("type"),
+            # interned as the dtype: a million tensors share a few strings, not one each
+            sys.intern(kind) if kind.__class__ is str else kind,
             sys.intern(dtype) if dtype.__class__ is str else dtype,
             _shape(leaf.get("shape")),
             # floats (almost always) as they are; the rest through _tensor_stat
@@ -203,7 +204,7 @@ def _leaf(key: str, role: Role, leaf: dict[str, Any]) -> Param:
     param = Param(
         sys.intern(key),
         role,
-        type=kind if isinstance(kind, str) else None,
+        type=sys.intern(kind) if isinstance(kind, str) else None,
         requires_grad=leaf.get("requires_grad"),
         md5=leaf.get("md5"),
         data_name=leaf.get("data_name"),
