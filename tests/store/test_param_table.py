@@ -217,3 +217,40 @@ def _a_node_with_params(db: VisDb, key: GraphKey) -> str:
         (key.side,),
     ).fetchone()
     return str(row[0])
+
+
+def test_a_column_holding_both_infinities_takes_the_exact_path() -> None:
+    """An overflowing fp16 tensor's Max is inf and its Min -inf: the column's exact sum is
+    undefined (math.fsum raises ValueError), which crashed the compare before (issue 30)."""
+    overflowing = [
+        Param(
+            "output.0",
+            Role.OUTPUT,
+            "torch.Tensor",
+            "torch.float16",
+            (4,),
+            math.inf,
+            -math.inf,
+            math.nan,
+            math.inf,
+            is_tensor=True,
+        ),
+        Param(
+            "output.1",
+            Role.OUTPUT,
+            "torch.Tensor",
+            "torch.float16",
+            (4,),
+            1.0,
+            -1.0,
+            0.0,
+            2.0,
+            is_tensor=True,
+        ),
+    ]
+    assert param_table.has_non_finite([math.inf, -math.inf, 1.0])
+    assert param_table.has_non_finite([1e308, 1e308])  # partial sums overflow
+    assert not param_table.has_non_finite([1.0, -2.5, "x", None])
+    encoded = param_table.encode([(3, overflowing)])
+    assert isinstance(encoded, str)  # the standard json's path: it writes infinities
+    assert_same_params(param_table.decode(encoded)[3], overflowing, "both infinities")

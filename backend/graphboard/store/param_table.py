@@ -53,11 +53,13 @@ def _not_json(value: Any) -> bool:
 
 def has_non_finite(column: list[Any]) -> bool:
     """Whether a column of numbers (and other values) holds NaN or an infinity: the floats'
-    exact sum is finite unless one is (or the sum overflows: then the exact path too)."""
+    exact sum is finite unless one is. fsum raises instead of returning when the column holds
+    both infinities (ValueError: an overflowing fp16 run's Max and Min) or its partial sums
+    overflow (OverflowError); either way the column takes the exact path."""
     floats = [value for value in column if value.__class__ is float]
     try:
         return not math.isfinite(math.fsum(floats))
-    except OverflowError:
+    except (OverflowError, ValueError):
         return True
 
 
