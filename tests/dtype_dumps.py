@@ -23,6 +23,10 @@ VARIANTS = {
     "bf16": ["--dtype", "bf16"],
     "fp16": ["--dtype", "fp16"],
     "tanh": ["--dtype", "bf16", "--gelu", "tanh"],
+    # layer 1's MLP output past fp16's 65504 (inf and -inf, then NaN downstream), and the same
+    # model in fp32 (finite): the overflow compare of issue 30
+    "overflow": ["--dtype", "fp16", "--scale-mlp", "1", "--mlp-factor", "2e5"],
+    "overflow-fp32": ["--dtype", "fp32", "--scale-mlp", "1", "--mlp-factor", "2e5"],
 }
 
 

@@ -5,7 +5,7 @@ msprobe's (``--dumper msprobe``: ``msprobe.pytorch.PrecisionDebugger``), so the 
 seed give a golden run (fp32) and targets (bf16 / fp16, optionally with one planted error):
 
     python dtype_model_script.py OUT --arch gpt --layers 4 --dtype bf16 [--scale-mlp 2]
-        [--gelu tanh] [--dumper msprobe] [--level mix] [--task statistics]
+        [--mlp-factor 1.05] [--gelu tanh] [--dumper msprobe] [--level mix] [--task statistics]
 
 The weights are made in fp32 from the seed and then cast, so every run holds the same model.
 """
@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="fp32")
     parser.add_argument("--gelu", choices=("none", "tanh"), default="none")
     parser.add_argument("--scale-mlp", type=int, default=None, help="layer whose MLP output x1.05")
+    parser.add_argument("--mlp-factor", type=float, default=1.05, help="the --scale-mlp factor")
     parser.add_argument("--dumper", choices=("graphboard", "msprobe"), default="graphboard")
     parser.add_argument("--level", default="mix")
     parser.add_argument("--task", default="statistics")
@@ -147,7 +148,7 @@ def main() -> None:
     if args.scale_mlp is not None:
         block = model.blocks[args.scale_mlp]
         assert isinstance(block, Block)
-        block.mlp.scale_output(1.05)
+        block.mlp.scale_output(args.mlp_factor)
 
     def step() -> None:
         logits = model(tokens)
