@@ -218,6 +218,9 @@ def _serve(settings: Settings) -> int:
     import uvicorn
 
     from graphboard.server.app import create_app
+    from graphboard.viewer_link import check_port_free
+
+    check_port_free(settings.host, settings.port)  # one line, not uvicorn's bind traceback
 
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host=settings.host, port=settings.port)
@@ -247,17 +250,28 @@ def _serve(settings: Settings) -> int:
 def _run_demo(args: argparse.Namespace) -> int:
     from graphboard.demo import build_demo
     from graphboard.verdict_cli import server_url, summary_lines
+    from graphboard.viewer_link import activate_hint, check_port_free
 
+    if not args.no_serve:  # before a minute of work, and before printing a URL to open
+        args.data_dir = args.out
+        wanted = _serve_settings(args)
+        check_port_free(wanted.host, wanted.port)
     result = build_demo(args.out)
     print(f"demo: wrote {result.path} ({result.seconds:.2f}s)")
     args.data_dir = result.path.parent
     settings = _serve_settings(args)
     # what the compare found, with the viewer URL that opens the first error's node
-    for line in summary_lines(result.path, server_url(settings), settings.cache_dir):
+    found = summary_lines(
+        result.path, server_url(settings), settings.cache_dir, serving=not args.no_serve
+    )
+    for line in found:
         print(f"demo:{line}")
-    if args.no_serve:
-        print(f"demo: to browse it: graphboard serve --data-dir {args.data_dir}")
+    activate = activate_hint()
+    if activate is not None:  # a fresh shell has no venv on PATH: the Tour's commands need it
+        print(f"demo: graph_build and graphboard are not on PATH: run `{activate}` first")
+    if args.no_serve:  # the summary's last line says how to serve it, or where it is served
         return 0
+    print(f"demo: serving {args.data_dir} on {server_url(settings)} (Ctrl+C stops)")
     sys.stdout.flush()
     return _serve(settings)
 
