@@ -17,12 +17,17 @@ from graphboard.viewer_link import activate_hint, command, script_dir
 
 def demo(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``graphboard demo ARGS`` run as this test's interpreter (its venv's scripts beside it)."""
+    return graphboard("demo", *args, env=env)
+
+
+def graphboard(
+    *args: str | Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable,
             "-c",
             "from graphboard.cli import graphboard_main; raise SystemExit(graphboard_main())",
-            "demo",
             *map(str, args),
         ],
         capture_output=True,
@@ -80,6 +85,16 @@ def test_demo_builds_a_compare_that_finds_the_planted_changes(tmp_path: Path) ->
         in completed.stdout
     )
 
+    # suggest-matches said "0 proposal(s)" and nothing of why the 4 grey nodes (the target's
+    # casts around its bfloat16 softmax) got none
+    suggested = graphboard("suggest-matches", built[0])
+    assert suggested.returncode == 0 and suggested.stdout == "", suggested.stderr
+    assert suggested.stderr == (
+        "graphboard suggest-matches: 0 proposal(s) at or above 0.6, 0 fused group(s): the 4 grey "
+        "target node(s) have no unmatched golden node to pair with: the golden run has no "
+        "counterpart for them (nodes only the target runs)\n"
+    )
+
     # A second demo left two files and `/` opened the older one: it replaces its earlier file
     # (and leaves a file it did not make).
     foreign = tmp_path / "graphs" / "mine.vis.db"
@@ -114,22 +129,7 @@ def test_a_busy_port_is_one_line_before_any_work(tmp_path: Path, busy_port: int)
     refused = demo("--out", tmp_path / "demo", "--port", str(busy_port))
     assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", expected)
     assert not (tmp_path / "demo").exists()  # checked before a minute of work
-    served = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from graphboard.cli import graphboard_main; raise SystemExit(graphboard_main())",
-            "serve",
-            "--data-dir",
-            str(tmp_path),
-            "--port",
-            str(busy_port),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    served = graphboard("serve", "--data-dir", tmp_path, "--port", str(busy_port))
     assert (served.returncode, served.stdout, served.stderr) == (1, "", expected)
 
 

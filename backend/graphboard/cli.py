@@ -215,12 +215,12 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(settings: Settings) -> int:
-    import uvicorn
-
-    from graphboard.server.app import create_app
     from graphboard.viewer_link import check_port_free
 
     check_port_free(settings.host, settings.port)  # one line, not uvicorn's bind traceback
+    import uvicorn
+
+    from graphboard.server.app import create_app
 
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host=settings.host, port=settings.port)
@@ -248,14 +248,15 @@ def _serve(settings: Settings) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from graphboard.demo import build_demo
-    from graphboard.verdict_cli import server_url, summary_lines
     from graphboard.viewer_link import activate_hint, check_port_free
 
-    if not args.no_serve:  # before a minute of work, and before printing a URL to open
+    if not args.no_serve:  # before a minute of work (torch's import too) and any URL
         args.data_dir = args.out
         wanted = _serve_settings(args)
         check_port_free(wanted.host, wanted.port)
+    from graphboard.demo import build_demo
+    from graphboard.verdict_cli import server_url, summary_lines
+
     result = build_demo(args.out)
     print(f"demo: wrote {result.path} ({result.seconds:.2f}s)")
     args.data_dir = result.path.parent
