@@ -101,11 +101,12 @@ def serves_file(server: str, graph: str, path: Path) -> bool:
 
 
 def view_line(server: str, graph: str, path: Path, url: str) -> str:
-    """``open URL`` when the server there serves this file; else how to start one first."""
+    """``open URL`` when the server there serves this file; else how to start one first (the
+    folder absolute: scripts/demo runs from the checkout, not from the user's folder)."""
     address = f"{server.rstrip('/')}{url}"
     if serves_file(server, graph, path):
         return f"open      {address}"
     return (
         f"view      no server is serving this file: start one with "
-        f"`{command('graphboard')} serve --data-dir {path.parent}`, then open {address}"
+        f"`{command('graphboard')} serve --data-dir {path.parent.absolute()}`, then open {address}"
     )
