@@ -255,7 +255,7 @@ def view_line(folder: Path, url: str, prefix: str = "graph_build:") -> str:
     """The summary's last line when no server serves the file: how to start one (the command
     as PATH finds it or by its path, which a test cannot know), then the URL."""
     return (
-        f"{prefix}  view      no server is serving this file: start one with `"
+        f"{prefix}  view      no server was found serving this file: start one with `"
         f"{COMMAND_AS_SHOWN} serve --data-dir {folder}`, then open {url}"
     )
 

@@ -193,38 +193,40 @@ def test_the_url_is_to_open_only_when_a_server_serves_the_file(tmp_path: Path) -
     there. Now: with a real server on the file's folder the line is ``open``; with a server
     on another folder holding a file of the same name (someone else's), or none, the line
     says how to start one."""
-    from ci_support import free_port, serve_process
+    from ci_support import free_port, live_server
+    from graphboard.server.settings import Settings
 
     path = _copy("convnet-stats", "reference", tmp_path / "mine")
     graph = path.name.removesuffix(".vis.db")
-    port = free_port()
-    env = {"GRAPHBOARD_PORT": str(port)}
-    url = f"http://127.0.0.1:{port}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward"
 
-    def last_line() -> str:
+    def last_line(port: int) -> str:
         run = subprocess.run(
             [*GRAPHBOARD_COMMAND, "verdict", str(path)],
             capture_output=True,
             text=True,
-            env={**os.environ, **env},
+            env={**os.environ, "GRAPHBOARD_PORT": str(port)},
             check=False,
         )
         assert run.returncode == 1, run.stderr
         return shown_command(run.stdout.splitlines()[-1])
 
-    assert last_line() == view_line(path.parent, url, prefix="")
+    def url(port: int) -> str:
+        return (
+            f"http://127.0.0.1:{port}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward"
+        )
+
+    port = free_port()
+    assert last_line(port) == view_line(path.parent, url(port), prefix="")
     other = tmp_path / "other"
     other.mkdir()
     (other / path.name).write_bytes(path.read_bytes() + b"\0" * 512)  # same name, not this file
-    for folder, expected in (
-        (other, view_line(path.parent, url, prefix="")),
-        (path.parent, f"  open      {url}"),
-    ):
-        server = serve_process(
-            folder, port, GRAPHBOARD_STATE_DIR=str(tmp_path / f"state-{folder.name}")
-        )
-        try:
-            assert last_line() == expected
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    for folder, serves in ((other, False), (path.parent, True)):
+        settings = Settings(data_dir=folder, state_dir=tmp_path / f"state-{folder.name}")
+        with live_server(settings) as base:
+            port = int(base.rsplit(":", 1)[1])
+            expected = (
+                f"  open      {url(port)}"
+                if serves
+                else view_line(path.parent, url(port), prefix="")
+            )
+            assert last_line(port) == expected

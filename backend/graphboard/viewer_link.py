@@ -107,6 +107,6 @@ def view_line(server: str, graph: str, path: Path, url: str) -> str:
     if serves_file(server, graph, path):
         return f"open      {address}"
     return (
-        f"view      no server is serving this file: start one with "
+        f"view      no server was found serving this file: start one with "
         f"`{command('graphboard')} serve --data-dir {path.parent.absolute()}`, then open {address}"
     )
