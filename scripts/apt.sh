@@ -22,8 +22,9 @@ apt_get() {
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
   while :; do
     status=0
-    out=$(DEBIAN_FRONTEND=noninteractive $sudo apt-get -o "DPkg::Lock::Timeout=$APT_LOCK_SECONDS" \
-      "$@" 2>&1) || status=$?
+    # env inside sudo: sudo resets the environment, so a variable set before it is lost
+    out=$($sudo env DEBIAN_FRONTEND=noninteractive apt-get \
+      -o "DPkg::Lock::Timeout=$APT_LOCK_SECONDS" "$@" 2>&1) || status=$?
     [ "$status" -eq 0 ] && return 0
     if ! grep -q -e 'Could not get lock' -e 'Unable to lock' -e 'Unable to acquire the dpkg' <<<"$out" \
       || [ $((SECONDS - started)) -ge "$APT_LOCK_SECONDS" ]; then

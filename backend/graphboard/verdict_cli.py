@@ -13,7 +13,7 @@ when a server is serving the file there; otherwise the line says how to start on
 from __future__ import annotations
 
 import argparse
-import itertools
+import os
 import sqlite3
 import sys
 import tempfile
@@ -101,16 +101,24 @@ def summary_lines(
     return findings_lines(found, server, view)
 
 
-FOLDER_LISTED = 10  # .vis.db files a folder's error names; the walk stops after one more
+FOLDER_LISTED = 10  # .vis.db files a folder's error names
+FOLDER_SCANNED = 10_000  # entries looked at for them: a folder such as / costs no more
 
 
 def folder_error(folder: Path) -> str:
     """The error for a folder given where a file was expected: the .vis.db files under it
-    (the first FOLDER_LISTED the walk finds, so a huge tree costs no more), or that it has
-    none."""
-    found = sorted(itertools.islice(folder.rglob("*.vis.db"), FOLDER_LISTED + 1))
+    (hidden folders skipped, as the server skips them), or that it has none."""
+    found: list[Path] = []
+    scanned = 0
+    for root, folders, files in os.walk(folder):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        found += [Path(root, name) for name in sorted(files) if name.endswith(".vis.db")]
+        scanned += len(folders) + len(files)
+        if len(found) > FOLDER_LISTED or scanned >= FOLDER_SCANNED:
+            break
     if not found:
-        return f"{folder}: a folder, not a .vis.db, and none is under it"
+        looked = "" if scanned < FOLDER_SCANNED else f" in the first {FOLDER_SCANNED} entries"
+        return f"{folder}: a folder, not a .vis.db, and none is under it{looked}"
     shown = ", ".join(str(path.relative_to(folder)) for path in found[:FOLDER_LISTED])
     more = " and more" if len(found) > FOLDER_LISTED else ""
     return f"{folder}: a folder, not a .vis.db; give one of the files under it: {shown}{more}"

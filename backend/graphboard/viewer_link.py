@@ -87,10 +87,12 @@ def serves_file(server: str, graph: str, path: Path) -> bool:
     ``/api/graphs/{graph}/config`` answers with this file's size and modification time. Any
     failure (nothing listening, another program, a token asked for, a timeout) is False."""
     url = f"{server.rstrip('/')}/api/graphs/{urllib.parse.quote(graph)}/config"
+    # straight to the server: an http_proxy in the environment must not answer for it
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         status = path.stat()
-        with urllib.request.urlopen(url, timeout=PROBE_SECONDS) as response:
-            listed = json.loads(response.read(PROBE_MAX_BYTES + 1)[:PROBE_MAX_BYTES])
+        with direct.open(url, timeout=PROBE_SECONDS) as response:
+            listed = json.loads(response.read(PROBE_MAX_BYTES))
         modified = datetime.fromisoformat(str(listed["modified_at"])).timestamp()
         return bool(
             listed["size_bytes"] == status.st_size
