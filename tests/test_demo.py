@@ -43,7 +43,7 @@ def test_demo_builds_a_compare_that_finds_the_planted_changes(tmp_path: Path) ->
     outside = os.pathsep.join(
         folder
         for folder in os.environ.get("PATH", "").split(os.pathsep)
-        if folder and Path(folder).absolute() != script_dir()
+        if folder and Path(folder).resolve() != script_dir().resolve()
     )
     completed = demo("--out", tmp_path, "--no-serve", env={**os.environ, "PATH": outside})
     assert completed.returncode == 0, completed.stderr
