@@ -240,16 +240,32 @@ def test_a_compare_ends_with_what_it_found(tmp_path: Path, out: Path) -> None:
     graph = path.name.removesuffix(".vis.db")
     lines = run.stderr.splitlines()
     wrote = next(i for i, line in enumerate(lines) if line.startswith("graph_build: wrote "))
-    assert lines[wrote + 1 :] == [
+    assert [shown_command(line) for line in lines[wrote + 1 :]] == [
         f"graph_build:  graph     {graph} (compare, summary mode, steps [0], ranks [0])",
         "graph_build:  nodes     8 pass, 0 warning, 1 error, 0 unmatched",
         "graph_build:  overflow  0 medium, 0 high, 0 critical",
         "graph_build:  first error: Torch.sum.0.forward (NPU step 0 rank 0); worst output.0 "
         "MaxRelativeErr = 400.0%: error: the output's norm differs by more than 50% while the "
         "inputs agree within 10%",
-        f"graph_build:  open      {server_for(out)}/?graph={graph}&step=0&rank=0"
-        "&node=Torch.sum.0.forward",
+        view_line(out, f"{server_for(out)}/?graph={graph}&step=0&rank=0&node=Torch.sum.0.forward"),
     ]
+
+
+def view_line(folder: Path, url: str, prefix: str = "graph_build:") -> str:
+    """The summary's last line when no server serves the file: how to start one (the command
+    as PATH finds it or by its path, which a test cannot know), then the URL."""
+    return (
+        f"{prefix}  view      no server was found serving this file: start one with `"
+        f"{COMMAND_AS_SHOWN} serve --data-dir {folder}`, then open {url}"
+    )
+
+
+COMMAND_AS_SHOWN = "<graphboard>"
+
+
+def shown_command(line: str) -> str:
+    """``line`` with the graphboard command of a view line as COMMAND_AS_SHOWN."""
+    return re.sub(r"start one with `\S*graphboard ", f"start one with `{COMMAND_AS_SHOWN} ", line)
 
 
 def test_a_build_or_a_quiet_compare_prints_no_findings(

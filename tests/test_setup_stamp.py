@@ -30,7 +30,13 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def checkout(tmp_path: Path, bare_venv: Path) -> Path:
     """What setup reads: its scripts, the build files, the C sources, one .py and the built
     extensions; .venv a link to the pip-less venv."""
-    for name in ("scripts/setup", "scripts/install_stamp.sh", "pyproject.toml", "setup.py"):
+    for name in (
+        "scripts/setup",
+        "scripts/install_stamp.sh",
+        "scripts/apt.sh",
+        "pyproject.toml",
+        "setup.py",
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, tmp_path / name)
     backend = REPO / "backend"

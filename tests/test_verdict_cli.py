@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -15,7 +16,7 @@ from dumpmaker import tiny_model
 from fixture_cases import reference_db
 from graphboard.build import BuildOptions, run_build
 from graphboard.verdict_cli import server_for
-from test_cli import graphboard_command
+from test_cli import GRAPHBOARD_COMMAND, graphboard_command, shown_command, view_line
 
 PROG = "graphboard verdict"
 
@@ -49,15 +50,18 @@ def test_msprobes_file_gets_the_jobs_verdict_and_is_left_alone(tmp_path: Path) -
     failed = verdict(path)
     assert failed.returncode == 1, failed.stderr
     assert failed.stderr == ""
-    assert failed.stdout.splitlines() == [
+    assert [shown_command(line) for line in failed.stdout.splitlines()] == [
         "graphboard verdict: FAIL (1 error(s), more than the 0 allowed)",
         f"  graph     {graph} (compare, summary mode, steps [0], ranks [0])",
         "  nodes     81 pass, 8 warning, 1 error, 0 unmatched",  # API collections not counted
         "  overflow  0 medium, 0 high, 0 critical",
         "  first error: Functional.gelu.0.forward (NPU step 0 rank 0); worst input.approximate: "
         "error: The scalar parameters of NPU and Bench are inconsistent.",
-        f"  open      {server_for(path.parent)}/?graph={graph}&step=0&rank=0"
-        "&node=Functional.gelu.0.forward",
+        view_line(
+            path.parent,
+            f"{server_for(path.parent)}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward",
+            prefix="",
+        ),
     ]
     passed = verdict(path, "--max-errors", "1")
     assert passed.returncode == 0, passed.stderr
@@ -96,7 +100,7 @@ def test_graphboards_own_file_and_the_json_of_the_api(tmp_path: Path) -> None:
     shown = json.loads(run.stdout)
     graph = path.name.removesuffix(".vis.db")
     assert shown == {
-        "job_id": "",
+        "job_id": None,  # a file judged on its own belongs to no job (it was "")
         "graph": graph,
         "graph_type": "compare",
         "data_mode": "summary",
@@ -167,3 +171,62 @@ def test_a_graph_not_in_the_file_is_exit_2_naming_what_it_holds(tmp_path: Path) 
     message = _error_line(verdict(path, "--step", "0", "--rank", "3"))
     assert message == f"{path.name}: no target graph at step 0 rank 3; the file holds step 0 rank 0"
     assert _error_line(verdict(path, "--max-errors", "-1")) == "--max-errors must be 0 or more"
+
+
+def test_a_folder_is_named_as_one_with_the_files_under_it(tmp_path: Path) -> None:
+    """It said "no such file" for a folder that exists."""
+    first = _copy("convnet-stats", "reference", tmp_path / "runs")
+    second = _copy("convnet-ddp2", "reference", tmp_path / "runs" / "nightly")
+    folder = tmp_path / "runs"
+    assert _error_line(verdict(folder)) == (
+        f"{folder}: a folder, not a .vis.db; give one of the files under it: "
+        f"{first.name}, nightly/{second.name}"
+    )
+    (tmp_path / "empty").mkdir()
+    assert _error_line(verdict(tmp_path / "empty")) == (
+        f"{tmp_path / 'empty'}: a folder, not a .vis.db, and none is under it"
+    )
+
+
+def test_the_url_is_to_open_only_when_a_server_serves_the_file(tmp_path: Path) -> None:
+    """Every command printed ``open http://127.0.0.1:8000/...`` whether or not a server ran
+    there. Now: with a real server on the file's folder the line is ``open``; with a server
+    on another folder holding a file of the same name (someone else's), or none, the line
+    says how to start one."""
+    from ci_support import free_port, live_server
+    from graphboard.server.settings import Settings
+
+    path = _copy("convnet-stats", "reference", tmp_path / "mine")
+    graph = path.name.removesuffix(".vis.db")
+
+    def last_line(port: int) -> str:
+        run = subprocess.run(
+            [*GRAPHBOARD_COMMAND, "verdict", str(path)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "GRAPHBOARD_PORT": str(port)},
+            check=False,
+        )
+        assert run.returncode == 1, run.stderr
+        return shown_command(run.stdout.splitlines()[-1])
+
+    def url(port: int) -> str:
+        return (
+            f"http://127.0.0.1:{port}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward"
+        )
+
+    port = free_port()
+    assert last_line(port) == view_line(path.parent, url(port), prefix="")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / path.name).write_bytes(path.read_bytes() + b"\0" * 512)  # same name, not this file
+    for folder, serves in ((other, False), (path.parent, True)):
+        settings = Settings(data_dir=folder, state_dir=tmp_path / f"state-{folder.name}")
+        with live_server(settings) as base:
+            port = int(base.rsplit(":", 1)[1])
+            expected = (
+                f"  open      {url(port)}"
+                if serves
+                else view_line(path.parent, url(port), prefix="")
+            )
+            assert last_line(port) == expected

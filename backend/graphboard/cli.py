@@ -215,6 +215,9 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(settings: Settings) -> int:
+    from graphboard.viewer_link import check_port_free
+
+    check_port_free(settings.host, settings.port)  # one line, not uvicorn's bind traceback
     import uvicorn
 
     from graphboard.server.app import create_app
@@ -245,6 +248,12 @@ def _serve(settings: Settings) -> int:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
+    from graphboard.viewer_link import activate_hint, check_port_free
+
+    if not args.no_serve:  # before a minute of work (torch's import too) and any URL
+        args.data_dir = args.out
+        wanted = _serve_settings(args)
+        check_port_free(wanted.host, wanted.port)
     from graphboard.demo import build_demo
     from graphboard.verdict_cli import server_url, summary_lines
 
@@ -253,11 +262,17 @@ def _run_demo(args: argparse.Namespace) -> int:
     args.data_dir = result.path.parent
     settings = _serve_settings(args)
     # what the compare found, with the viewer URL that opens the first error's node
-    for line in summary_lines(result.path, server_url(settings), settings.cache_dir):
+    found = summary_lines(
+        result.path, server_url(settings), settings.cache_dir, serving=not args.no_serve
+    )
+    for line in found:
         print(f"demo:{line}")
-    if args.no_serve:
-        print(f"demo: to browse it: graphboard serve --data-dir {args.data_dir}")
+    activate = activate_hint()
+    if activate is not None:  # a fresh shell has no venv on PATH: the Tour's commands need it
+        print(f"demo: graph_build and graphboard are not on PATH: run `{activate}` first")
+    if args.no_serve:  # the summary's last line says how to serve it, or where it is served
         return 0
+    print(f"demo: serving {args.data_dir} on {server_url(settings)} (Ctrl+C stops)")
     sys.stdout.flush()
     return _serve(settings)
 

@@ -5,11 +5,18 @@ same model with two deliberate changes, the kind a port to new hardware brings: 
 GELU uses the tanh approximation, and block 1's attention softmax is computed in bfloat16.
 Both runs are dumped with graphboard's probe and compared with the overflow check on; the
 viewer then shows where the numbers start to differ.
+
+Each demo replaces the one before: the dumps are made afresh and, once the new compare is
+written, the earlier files the demo made from the same folder are removed, so the viewer's
+``/`` (the first file) opens the new one. A file is the demo's when its ``gb_meta`` says it
+was made by ``graphboard demo`` from this folder's dumps; anything else is left alone.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,19 +111,59 @@ def train_one_step(
     return float(loss.detach())
 
 
+DEMO_COMMAND = ["graphboard", "demo"]
+
+
 def build_demo(out: Path) -> BuildResult:
-    """Dump both runs into ``out`` and compare them into ``out/graphs``."""
+    """Dump both runs into ``out``, compare them into ``out/graphs`` and remove the earlier
+    demo files there (:func:`earlier_demo_files`)."""
     for run in ("golden", "target"):
         shutil.rmtree(out / run, ignore_errors=True)
     golden_loss = train_one_step(GOLDEN, out / "golden")
     target_loss = train_one_step(TARGET, out / "target")
     print(f"demo: golden loss {golden_loss:.6f}, target loss {target_loss:.6f}")
-    return run_build(
+    result = run_build(
         BuildOptions(
             target=out / "target",
             golden=out / "golden",
             output_dir=out / "graphs",
             overflow_check=True,
-            command=["graphboard", "demo"],
+            command=DEMO_COMMAND,
         )
     )
+    for earlier in earlier_demo_files(out, result.path):
+        for part in (earlier, *(earlier.with_name(earlier.name + s) for s in SIDE_FILES)):
+            part.unlink(missing_ok=True)
+        print(f"demo: removed the earlier demo file {earlier.name}")
+    return result
+
+
+SIDE_FILES = ("-wal", "-shm", "-journal")  # SQLite's companions of a file
+
+
+def earlier_demo_files(out: Path, keep: Path) -> list[Path]:
+    """The .vis.db files in ``out/graphs`` other than ``keep`` that a demo made from
+    ``out``'s dumps (gb_meta's command and target), read without writing; a file that cannot
+    be read so is not the demo's."""
+    target = str((out / "target").resolve())  # as gb_meta stores it
+    found = []
+    for path in sorted((out / "graphs").glob("*.vis.db")):
+        if path == keep:
+            continue
+        try:
+            conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+            try:
+                meta = dict(
+                    conn.execute(
+                        "SELECT key, value FROM gb_meta WHERE key IN ('command', 'inputs')"
+                    )
+                )
+            finally:
+                conn.close()
+            made_by = json.loads(meta.get("command", "null"))
+            inputs = json.loads(meta.get("inputs", "null")) or {}
+        except (sqlite3.Error, ValueError):
+            continue
+        if made_by == DEMO_COMMAND and inputs.get("target") == target:
+            found.append(path)
+    return found

@@ -3,12 +3,17 @@
 It reads the file as the server's verdict endpoint does (graphboard's files and msprobe's),
 and prints the same lines as ci-check, or with ``--json`` the endpoint's JSON. Exit codes as
 ci-check's: 0 the errors are within ``--max-errors``; 1 they are not; 2 no verdict (a missing,
-unreadable or corrupt file, or no graph at ``--step`` / ``--rank``), with one line on stderr.
+unreadable or corrupt file, a folder, or no graph at ``--step`` / ``--rank``), with one line on
+stderr. A folder is not judged file by file (one exit code could not say which file failed):
+the error names the .vis.db files under it to choose from. ``--json``'s ``job_id`` is null, as
+a file judged on its own belongs to no job. The viewer URL is printed as one to open only
+when a server is serving the file there; otherwise the line says how to start one.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import sys
 import tempfile
@@ -28,6 +33,7 @@ from graphboard.server.jobs.schemas import VerdictOut
 from graphboard.server.jobs.verdict import verdict
 from graphboard.server.settings import Settings
 from graphboard.store.reader import open_vis_db
+from graphboard.viewer_link import view_line
 
 PROG = "graphboard verdict"
 
@@ -54,7 +60,7 @@ def file_verdict(
     *,
     step: int | None = None,
     rank: int | None = None,
-    job_id: str = "",
+    job_id: str | None = None,
     cache_dir: Path | None = None,
     rules: str = "msprobe",
 ) -> VerdictOut:
@@ -84,11 +90,38 @@ def server_for(folder: Path) -> str:
     return server_url(Settings(data_dir=folder))
 
 
-def summary_lines(path: Path, server: str, cache_dir: Path | None = None) -> list[str]:
+def summary_lines(
+    path: Path, server: str, cache_dir: Path | None = None, *, serving: bool = False
+) -> list[str]:
     """What a compare found, with the URL that opens it on ``server``, as the demo and
-    graph_build print it."""
-    found = file_verdict(path, cache_dir=cache_dir)
-    return findings_lines(found.model_dump(mode="json", by_alias=True), server)
+    graph_build print it: to open when ``serving`` (the demo, about to serve it on a port it
+    checked free) or when that server is found serving it, else with how to start one."""
+    found = file_verdict(path, cache_dir=cache_dir).model_dump(mode="json", by_alias=True)
+    view = None if serving else view_line(server, found["graph"], path, found["url"])
+    return findings_lines(found, server, view)
+
+
+FOLDER_LISTED = 10  # .vis.db files a folder's error names
+FOLDER_SCANNED = 10_000  # entries looked at for them: a folder such as / costs no more
+
+
+def folder_error(folder: Path) -> str:
+    """The error for a folder given where a file was expected: the .vis.db files under it
+    (hidden folders skipped, as the server skips them), or that it has none."""
+    found: list[Path] = []
+    scanned = 0
+    for root, folders, files in os.walk(folder):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        found += [Path(root, name) for name in sorted(files) if name.endswith(".vis.db")]
+        scanned += len(folders) + len(files)
+        if len(found) > FOLDER_LISTED or scanned >= FOLDER_SCANNED:
+            break
+    if not found:
+        looked = "" if scanned < FOLDER_SCANNED else f" in the first {FOLDER_SCANNED} entries"
+        return f"{folder}: a folder, not a .vis.db, and none is under it{looked}"
+    shown = ", ".join(str(path.relative_to(folder)) for path in found[:FOLDER_LISTED])
+    more = " and more" if len(found) > FOLDER_LISTED else ""
+    return f"{folder}: a folder, not a .vis.db; give one of the files under it: {shown}{more}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.max_errors < 0:
             raise GraphboardError("--max-errors must be 0 or more")
+        if path.is_dir():
+            raise GraphboardError(folder_error(path))
         if not path.is_file():
             raise GraphboardError(f"{path}: no such file")
         found = file_verdict(path, step=args.step, rank=args.rank, rules=args.rules)
@@ -106,5 +141,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(found.model_dump_json(by_alias=True, indent=2))
     else:
-        print("\n".join(verdict_lines(shown, server_for(path.parent), args.max_errors)))
+        server = server_for(path.parent)
+        view = view_line(server, shown["graph"], path, shown["url"])
+        print("\n".join(verdict_lines(shown, server, args.max_errors, view)))
     return exit_code(shown, args.max_errors)

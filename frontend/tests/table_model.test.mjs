@@ -6,6 +6,7 @@ import {
   buildTableSearch,
   columnKind,
   columnLayout,
+  displayOrder,
   nextSort,
   nodeHref,
   parseTableState,
@@ -72,7 +73,9 @@ test('columns: names, verdicts and long text by name; every other msprobe column
 
 test('the layout: one width per column, a grid template, and the total width', () => {
   const layout = columnLayout(['NPU Name', 'Max diff', 'Result']);
-  assert.deepEqual(layout.kinds, ['name', 'number', 'level']);
+  assert.deepEqual(layout.columns, ['NPU Name', 'Result', 'Max diff']); // the verdict first
+  assert.deepEqual(layout.order, [0, 2, 1]);
+  assert.deepEqual(layout.kinds, ['name', 'level', 'number']);
   assert.equal(layout.template, layout.widths.map((width) => `${width}px`).join(' '));
   assert.equal(layout.width, layout.widths.reduce((sum, width) => sum + width, 0));
   assert.ok(layout.widths[0] > layout.widths[1], 'a name column is wider than a number column');
@@ -87,4 +90,25 @@ test("a row's link opens the viewer on its node, step and rank", () => {
 
 test("the XLSX limit is the server's", () => {
   assert.equal(MAX_XLSX_ROWS, 100_000);
+});
+
+test("the verdict, its reason and the relative errors are shown first; the rest in msprobe's order", () => {
+  // msprobe 26.2 compare's summary header, then graphboard's own column
+  const columns = [
+    'NPU Name', 'Bench Name', 'NPU Dtype', 'Bench Dtype', 'NPU Tensor Shape', 'Bench Tensor Shape',
+    'NPU Requires_grad', 'Bench Requires_grad', 'Max diff', 'Min diff', 'Mean diff', 'L2norm diff',
+    'MaxRelativeErr', 'MinRelativeErr', 'MeanRelativeErr', 'NormRelativeErr', 'NPU max', 'NPU min',
+    'NPU mean', 'NPU l2norm', 'Bench max', 'Bench min', 'Bench mean', 'Bench l2norm',
+    'Requires_grad Consistent', 'Result', 'Err_message', 'NPU_Stack_Info', 'Divergence Starts Here',
+  ];
+  const shown = displayOrder(columns).map((index) => columns[index]);
+  assert.deepEqual(shown.slice(0, 8), [
+    'NPU Name', 'Result', 'Divergence Starts Here', 'Err_message',
+    'MaxRelativeErr', 'MinRelativeErr', 'MeanRelativeErr', 'NormRelativeErr',
+  ]);
+  assert.deepEqual(shown.slice(8), columns.filter((name) => !shown.slice(0, 8).includes(name)));
+  assert.deepEqual([...shown].sort(), [...columns].sort()); // every column once
+  const layout = columnLayout(columns);
+  const resultRight = layout.widths.slice(0, shown.indexOf('MaxRelativeErr') + 1).reduce((a, b) => a + b, 0);
+  assert.ok(resultRight <= 1280 - 32, `MaxRelativeErr ends at ${resultRight}px: in a 1280px window`);
 });

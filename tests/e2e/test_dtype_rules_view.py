@@ -95,3 +95,22 @@ def test_the_detail_panel_shows_band_beside_difference(viewer: Viewer) -> None:
     viewer.row("NPU", EMBEDDING).click()
     page.locator("#details .detail-section").first.wait_for()
     assert page.locator("#details #rule-verdict").count() == 0
+
+
+def test_the_filter_counts_show_before_a_box_is_ticked(viewer: Viewer) -> None:
+    """Under dtype-aware rules the level counts stayed blank until a box was ticked (the file
+    listing counts by msprobe's rules); they are the rule set's own from the start."""
+    page = viewer.page
+    viewer.open(graph="scaled", rules="dtype-aware")
+    levels = ("error", "warning", "pass")
+    counts = (
+        "(levels) => levels.map((level) =>"
+        ' document.querySelector(`#precision-filters [data-count="${level}"]`).textContent)'
+    )
+    page.wait_for_function(
+        f"(levels) => ({counts})(levels).every((text) => text !== '')", arg=levels
+    )
+    before = page.evaluate(counts, levels)
+    page.locator('#precision-filters input[value="error"]').check()
+    page.locator("#filter-results .result-row").first.wait_for()
+    assert page.evaluate(counts, levels) == before  # what the first filter then counts

@@ -41,12 +41,16 @@ def _api_rows(base: str, graph: str, **params: object) -> dict[str, Any]:
 
 
 def _shown(page: Any) -> list[list[str]]:
-    """The cells of the rows drawn, top to bottom."""
+    """The cells of the rows drawn, top to bottom, each row in the API's (msprobe's) column
+    order: the page shows the verdict columns first (its layout's ``order``)."""
     return list(
         page.evaluate(
-            "() => [...document.querySelectorAll('#table-body .table-row:not([hidden])')]"
+            "() => { const order = globalThis.graphboardTable.layout.order;"
+            " return [...document.querySelectorAll('#table-body .table-row:not([hidden])')]"
             ".sort((a, b) => a.dataset.index - b.dataset.index)"
-            ".map((row) => [...row.children].map((cell) => cell.textContent))"
+            ".map((row) => { const cells = [];"
+            " [...row.children].forEach((cell, at) => { cells[order[at]] = cell.textContent; });"
+            " return cells; }); }"
         )
     )
 
@@ -83,7 +87,9 @@ def test_rows_sort_and_filter_like_the_api(viewer: Viewer) -> None:
     assert everything["total"] == 307
     assert page.locator("#table-count").inner_text() == "307 row(s)"
     headers = page.locator("#table-head-row .table-th").all_inner_texts()
-    assert [text.strip() for text in headers] == everything["columns"]
+    order = page.evaluate("() => globalThis.graphboardTable.layout.order")
+    assert [text.strip() for text in headers] == [everything["columns"][at] for at in order]
+    assert sorted(order) == list(range(len(everything["columns"])))  # each column once
     shown = _shown(page)
     assert 20 < len(shown) < DOM_ROWS_BOUND
     assert shown == [item["cells"] for item in everything["items"][: len(shown)]]

@@ -154,3 +154,18 @@ def test_a_sort_puts_numbers_first_either_way(stats_table: CompareTable, descend
     numbers = [sort_key(cell)[1] for cell in cells if sort_key(cell)[0] == 0]
     assert numbers == sorted(numbers, reverse=descending)
     assert numbers[0] != numbers[-1]
+
+
+def test_sorting_by_result_puts_errors_first(stats_table: CompareTable) -> None:
+    """Result sorted by its words put pass before warning; it sorts by severity now, so the
+    page's "Errors first" (sort=Result) opens on the errors, then the warnings."""
+    at = stats_table.columns.index("Result")
+    shown = [stats_table.cells[int(row)][at] for row in select(stats_table, sort="Result")]
+    first_of = {level: shown.index(level) for level in ("error", "warning", "pass")}
+    assert first_of["error"] == 0 and first_of["error"] < first_of["warning"] < first_of["pass"]
+    assert shown == sorted(shown, key=["error", "warning", "pass"].index)
+    reverse = [
+        stats_table.cells[int(row)][at]
+        for row in select(stats_table, sort="Result", descending=True)
+    ]
+    assert reverse == sorted(shown, key=["pass", "warning", "error"].index)

@@ -41,20 +41,23 @@ def exit_code(verdict: dict[str, Any], max_errors: int) -> int:
     return PASSED if passes(verdict, max_errors) else TOO_MANY_ERRORS
 
 
-def verdict_lines(verdict: dict[str, Any], server: str, max_errors: int) -> list[str]:
-    """PASS or FAIL against ``max_errors``, then the findings."""
+def verdict_lines(
+    verdict: dict[str, Any], server: str, max_errors: int, view: str | None = None
+) -> list[str]:
+    """PASS or FAIL against ``max_errors``, then the findings (``view`` as in findings_lines)."""
     errors = verdict["counts"]["error"]
     head = (
         f"PASS ({errors} error(s), at most {max_errors} allowed)"
         if passes(verdict, max_errors)
         else f"FAIL ({errors} error(s), more than the {max_errors} allowed)"
     )
-    return [f"graphboard verdict: {head}", *findings_lines(verdict, server)]
+    return [f"graphboard verdict: {head}", *findings_lines(verdict, server, view)]
 
 
-def findings_lines(verdict: dict[str, Any], server: str) -> list[str]:
+def findings_lines(verdict: dict[str, Any], server: str, view: str | None = None) -> list[str]:
     """What a compare found (counts, overflow, where the first error starts) and the URL that
-    opens it on ``server``; indented under a heading line."""
+    opens it on ``server``; indented under a heading line. ``view`` replaces the URL's line
+    when the caller does not know that ``server`` serves the file (``viewer_link.view_line``)."""
     counts, overflow = verdict["counts"], verdict["overflow"]
     errors = counts["error"]
     lines = [
@@ -80,5 +83,5 @@ def findings_lines(verdict: dict[str, Any], server: str) -> list[str]:
         lines.append(line)
     else:
         lines.append("  first error: none")
-    lines.append(f"  open      {server.rstrip('/')}{verdict['url']}")
+    lines.append(f"  {view}" if view else f"  open      {server.rstrip('/')}{verdict['url']}")
     return lines

@@ -9,12 +9,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+
 from graphboard.errors import GraphboardError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import matching
 from graphboard.server.errors import ApiError
 from graphboard.server.settings import Settings
-from graphboard.store.reader import VisDb, open_vis_db
+from graphboard.store.reader import GraphKey, VisDb, open_vis_db
 from graphboard.suggest.proposals import propose
 from graphboard.suggest.rejections import rejected
 from graphboard.suggest.results import Fused, Proposals, Suggestion
@@ -52,6 +54,40 @@ def propose_all(
         found.suggestions.extend(one.suggestions)
         found.fused.extend(one.fused)
     return found
+
+
+def grey_counts(db: VisDb, step: int | None = None, rank: int | None = None) -> tuple[int, int]:
+    """Unmatched (grey) nodes of the target and the golden over the compare graphs of ``step``
+    and ``rank`` (or all), users' matches applied: what proposals could pair."""
+    counts = {TARGET_SIDE: 0, GOLDEN_SIDE: 0}
+    for s, r in graph_parts(db):
+        if (step is None or s == step) and (rank is None or r == rank):
+            for side in counts:
+                matched = db.view(GraphKey(side, s, r)).columns["matched"]
+                counts[side] += int((np.asarray(matched) != 1).sum())
+    return counts[TARGET_SIDE], counts[GOLDEN_SIDE]
+
+
+def why_none(grey: tuple[int, int], below: int, min_confidence: float) -> str:
+    """Why no proposal is listed, for a command's summary line."""
+    target, golden = grey
+    if target == 0:
+        return "every target node is matched: nothing to propose"
+    if below:
+        return (
+            f"{below} proposal(s) for the {target} grey target node(s) fall below "
+            f"{min_confidence} (a lower --min-confidence lists them)"
+        )
+    if golden == 0:
+        return (
+            f"the {target} grey target node(s) have no unmatched golden node to pair with: "
+            "the golden run has no counterpart for them (nodes only the target runs)"
+        )
+    return (
+        f"none of the {target} grey target node(s) has a candidate among the {golden} grey "
+        "golden node(s) of the same kind and direction under a matched parent, or within one "
+        "level of one (or users rejected them)"
+    )
 
 
 def above(found: Proposals, min_confidence: float) -> tuple[list[Suggestion], list[Fused]]:

@@ -17,7 +17,14 @@ from typing import Any
 
 from graphboard.errors import GraphboardError
 from graphboard.store.reader import open_vis_db
-from graphboard.suggest.apply import above, accept_in_command, local_settings, propose_all
+from graphboard.suggest.apply import (
+    above,
+    accept_in_command,
+    grey_counts,
+    local_settings,
+    propose_all,
+    why_none,
+)
 from graphboard.suggest.results import DEFAULT_MIN_CONFIDENCE, Fused, Suggestion
 
 PROG = "graphboard suggest-matches"
@@ -87,7 +94,13 @@ def run(args: argparse.Namespace) -> int:
         raise GraphboardError(f"{path}: no such file")
     with local_settings(path) as settings:
         with open_vis_db(path, settings.cache_dir) as db:
-            chosen, fused = above(propose_all(db, args.step, args.rank), args.min_confidence)
+            found = propose_all(db, args.step, args.rank)
+            chosen, fused = above(found, args.min_confidence)
+            why = (
+                ""
+                if chosen or fused
+                else f": {why_none(grey_counts(db, args.step, args.rank), len(found.suggestions), args.min_confidence)}"
+            )
         if args.export is not None:
             _export(args.export, chosen)
         outcomes = accept_in_command(path, settings, chosen) if args.apply else []
@@ -115,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         )
     print(
         f"{PROG}: {len(chosen)} proposal(s) at or above {args.min_confidence}, "
-        f"{len(fused)} fused group(s)",
+        f"{len(fused)} fused group(s){why}",
         file=sys.stderr,
     )
     if args.apply:

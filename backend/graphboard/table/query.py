@@ -30,14 +30,27 @@ def sort_key(cell: str) -> tuple[int, float, str]:
     return (0, number, "")
 
 
+# A verdict column sorts by severity, not by its words' spelling (which put pass before
+# warning): the worst first in ascending order, so sorting by Result opens on the errors.
+SEVERITY = {"error": 0, "warning": 1, "pass": 2}
+LEVEL_COLUMNS = frozenset({col.RESULT, col.STARTS_HERE})
+
+
+def severity_key(cell: str) -> tuple[int, float, str]:
+    """error, warning, pass, then any other text (``N/A``, empty) in text order."""
+    rank = SEVERITY.get(cell)
+    return (1, 0.0, cell) if rank is None else (0, float(rank), "")
+
+
 def _sorted(table: CompareTable, column: str, descending: bool) -> Sequence[int]:
-    """Row positions by ``column``: numbers first (largest first when ``descending``), then
-    text, in text order either way, so a largest-first sort never opens on ``N/A`` rows; ties
-    keep row order."""
+    """Row positions by ``column``: numbers (a verdict's severity) first, largest first when
+    ``descending``, then text, in text order either way, so a largest-first sort never opens
+    on ``N/A`` rows; ties keep row order."""
     order = table.sorted_by.get((column, descending))
     if order is None:
         index = table.columns.index(column)
-        keys = [sort_key(cells[index]) for cells in table.cells]
+        key = severity_key if column in LEVEL_COLUMNS else sort_key
+        keys = [key(cells[index]) for cells in table.cells]
         if descending:
             keys = [(kind, -number, text) for kind, number, text in keys]
         order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties in row order

@@ -128,7 +128,7 @@ class FirstErrorOut(ApiModel):
 
 
 class VerdictOut(ApiModel):
-    job_id: str
+    job_id: str | None = Field(description="the job's id; null for a file judged on its own")
     graph: str
     graph_type: str
     data_mode: str | None

@@ -126,7 +126,7 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
 
 def verdict(
     db: VisDb,
-    job_id: str,
+    job_id: str | None,
     graph: str,
     *,
     step: int | None = None,

@@ -10,6 +10,13 @@ import { buildIoTable, statText, visibleGroups } from './io_table.js';
 import { renderRankStats } from './rank_table.js';
 import { renderRuleVerdict } from './rule_verdict.js';
 
+/** A column name with a break opportunity (<wbr>) between its words: at spaces and
+ * underscores, and where a lower-case letter meets a capital ("MaxRelativeErr"). */
+export function wordBreaks(name) {
+  const parts = String(name).split(/(?<=[a-z])(?=[A-Z])|(?<=[_ ])/);
+  return parts.flatMap((part, index) => (index ? [el('wbr'), part] : [part]));
+}
+
 export class DetailPanel {
   constructor(host, { api, t, context, levelColors, plotlyUrl, onPeers, onGoTo, rules = () => 'msprobe' }) {
     this.host = host;
@@ -131,15 +138,17 @@ export class DetailPanel {
     if (!table.groups.length) return el('p', { className: 'muted' }, this.t('details.noRows'));
     const { statColumns, metricColumns } = table;
     const colors = this.levelColors();
+    // The verdict and its reason come right after the side, in view without scrolling; the
+    // column names break between words (wordBreaks) so a column is as wide as its numbers.
     const head = el(
       'tr',
       {},
       el('th', { scope: 'col' }, this.t('details.param')),
       el('th', { scope: 'col' }, this.t('details.sideCol')),
-      statColumns.map((column) => el('th', { scope: 'col' }, column)),
-      metricColumns.map((column) => el('th', { scope: 'col', className: 'metric' }, column)),
       el('th', { scope: 'col' }, this.t('details.result')),
       el('th', { scope: 'col' }, this.t('details.messages')),
+      statColumns.map((column) => el('th', { scope: 'col' }, wordBreaks(column))),
+      metricColumns.map((column) => el('th', { scope: 'col', className: 'metric' }, wordBreaks(column))),
     );
     const bodies = visibleGroups(table, this.differencesOnly).map(({ group, index }) => {
       const both = group.target && group.golden;
@@ -167,10 +176,10 @@ export class DetailPanel {
           { className: group.target ? 'target-row' : 'golden-row' },
           keyCell,
           el('td', { className: 'side-cell' }, firstSide === 'T' ? this.t('details.targetShort') : this.t('details.goldenShort')),
-          group.target ? statCells(group.target, group.targetStats) : statCells(group.golden, group.goldenStats),
-          metricCells,
           resultCell,
           messageCell,
+          group.target ? statCells(group.target, group.targetStats) : statCells(group.golden, group.goldenStats),
+          metricCells,
         ),
       );
       if (both) rows.push(el('tr', { className: 'golden-row' }, el('td', { className: 'side-cell' }, this.t('details.goldenShort')), statCells(group.golden, group.goldenStats)));

@@ -52,8 +52,9 @@ export class FilterPanel {
     if (!compare) this.sideSelect.value = 'NPU';
     this.recolor();
     const stats = file?.graphs?.find((g) => g.side === this.side && g.step === step && g.rank === rank);
-    // The file listing counts by msprobe's rules; under another rule set the counts wait for
-    // the first filter, whose answer counts by it.
+    // The file listing counts by msprobe's rules; under another rule set the counts come
+    // from a one-row filter of every level, which counts by it (they stayed blank until a
+    // box was ticked).
     const ours = (this.context().rules ?? 'msprobe') === 'msprobe';
     this.setCounts({
       pass: ours ? stats?.pass_count : null,
@@ -61,7 +62,21 @@ export class FilterPanel {
       error: ours ? stats?.error_count : null,
       unmatched: stats?.unmatched,
     });
+    this.countTicket = (this.countTicket ?? 0) + 1;
+    if (!ours && compare) this.ruleCounts(this.countTicket);
     this.results.reset(null, 'filter.choose');
+  }
+
+  /** The level counts under the current rule set, unless the view changed meanwhile. */
+  async ruleCounts(ticket) {
+    const { graph, step, rank } = this.context();
+    if (!graph) return;
+    try {
+      const page = await this.api.filter(graph, { side: this.side, step, rank }, { precision: ['pass', 'warning', 'error'], leavesOnly: this.leaves.checked, limit: 1 });
+      if (ticket === this.countTicket && page?.counts) this.setCounts(page.counts);
+    } catch {
+      // the counts stay blank; the first ticked box asks again and reports its own error
+    }
   }
 
   /** Colour the level chips as the tree draws them (file table, theme). */
@@ -96,7 +111,9 @@ export class FilterPanel {
     const precision = this.checked('precision');
     const overflow = this.checked('overflow');
     const unmatched = this.checked('unmatched').length > 0;
+    this.countTicket = (this.countTicket ?? 0) + 1; // a later answer's counts win
     if (!graph || (!precision.length && !overflow.length && !unmatched)) {
+      if ((this.context().rules ?? 'msprobe') !== 'msprobe') this.ruleCounts(this.countTicket);
       await this.results.reset(null, 'filter.choose');
       return;
     }

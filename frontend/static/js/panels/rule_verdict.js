@@ -49,6 +49,6 @@ export function renderRuleVerdict(found, t) {
     el('h3', {}, t('rules.title')),
     el('p', { className: 'rule-summary' }, ruleVerdictSummary(found, t)),
     found.note ? el('p', { className: 'muted small' }, found.note) : null,
-    el('table', { className: 'rule-table' }, el('thead', {}, head), el('tbody', {}, ...rows)),
+    el('div', { className: 'table-scroll' }, el('table', { className: 'rule-table' }, el('thead', {}, head), el('tbody', {}, ...rows))),
   );
 }

@@ -89,11 +89,33 @@ export function columnKind(column) {
   return KINDS.get(column) ?? 'number';
 }
 
-/** Each column's kind and width, as one CSS grid template the header and rows share. */
+// What the page is read for comes first, after the NPU Name: the verdict and its reason,
+// then the relative errors (msprobe's summary verdict reads them, and a verdict's worst
+// metric ranks them first). In msprobe's order they sat ~4,000 px to the right, past the
+// names, dtypes, shapes and absolute differences. The downloads keep msprobe's order.
+const VERDICT_COLUMNS = ['Result', 'Divergence Starts Here', 'Err_message'];
+const isRelativeError = (column) => column.endsWith('RelativeErr');
+
+/** The order columns are shown in: indices into `columns` (the API's, msprobe's order). */
+export function displayOrder(columns) {
+  const lead = columns.length ? [0] : []; // the NPU Name, pinned at the left
+  const verdict = VERDICT_COLUMNS.map((name) => columns.indexOf(name)).filter((index) => index > 0);
+  const relative = columns.map((name, index) => (index > 0 && isRelativeError(name) ? index : -1)).filter((index) => index > 0);
+  const first = [...lead, ...verdict, ...relative];
+  const placed = new Set(first);
+  return [...first, ...columns.map((_name, index) => index).filter((index) => !placed.has(index))];
+}
+
+/** Each shown column's name, kind and width (in display order, with `order` mapping a shown
+ * column to its index in a row's cells), as one CSS grid template the header and rows share. */
 export function columnLayout(columns) {
-  const kinds = columns.map(columnKind);
+  const order = displayOrder(columns);
+  const shown = order.map((index) => columns[index]);
+  const kinds = shown.map(columnKind);
   const widths = kinds.map((kind) => WIDTHS[kind]);
   return {
+    columns: shown,
+    order,
     kinds,
     widths,
     template: widths.map((width) => `${width}px`).join(' '),

@@ -100,6 +100,10 @@ export class TablePage extends Page {
       this.state.name = event.target.value;
       byName();
     });
+    this.$('table-errors-first').addEventListener('click', () => {
+      Object.assign(this.state, { sort: 'Result', descending: false }); // by severity (server)
+      this.query();
+    });
     this.$('table-head-row').addEventListener('click', (event) => {
       const header = event.target.closest('[data-column]');
       if (!header) return;
@@ -211,7 +215,7 @@ export class TablePage extends Page {
     grid.style.setProperty('--table-width', `${this.layout.width}px`);
     setChildren(
       this.$('table-head-row'),
-      columns.map((name) =>
+      this.layout.columns.map((name) =>
         el('button', { type: 'button', className: 'table-th', role: 'columnheader', dataset: { column: name }, title: name },
           el('span', { textContent: name }), el('span', { className: 'arrow', 'aria-hidden': 'true' }))),
     );
@@ -246,10 +250,10 @@ export class TablePage extends Page {
       else row.removeAttribute('href');
       drawn.href = href;
     }
-    const { kinds } = this.layout;
+    const { kinds, order } = this.layout;
     for (let column = 0; column < kinds.length; column++) {
       const cell = drawn.cells[column];
-      const text = item ? item.cells[column] : column === 0 ? '…' : '';
+      const text = item ? item.cells[order[column]] : column === 0 ? '…' : '';
       if (cell.textContent !== text) cell.textContent = text;
       if (kinds[column] !== 'level') continue;
       // Only what needs a look is filled: a column of pass fills would drown the few others.
