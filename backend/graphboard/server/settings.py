@@ -51,6 +51,19 @@ class Settings(BaseSettings):
     protect_reads: bool = Field(
         default=False, description="the read API needs a bearer token too (uploads always do)"
     )
+    protect_writes: bool = Field(
+        default=True,
+        description="a write to a graph file (match, unmatch, undo, .vis.config import, "
+        "suggestions) needs a bearer token; `graphboard serve` prints the viewer's URL with "
+        "one. False (GRAPHBOARD_PROTECT_WRITES=0, serve --no-write-token): any local caller "
+        "may write; the Host and cross-site checks still apply",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names served besides localhost, IP addresses, the bound host "
+        "and this machine's name when bound to all interfaces (a JSON list in the "
+        'environment: GRAPHBOARD_ALLOWED_HOSTS=\'["graphs.example.com"]\'); "*" serves any',
+    )
     job_workers: int = Field(
         default=2, ge=1, le=64, description="builds at once on the server's own workers"
     )
