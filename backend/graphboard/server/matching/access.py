@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from graphboard.server.errors import Conflict, Forbidden
+from graphboard.server.errors import Conflict, Forbidden, UnreadableFile
 from graphboard.server.settings import Settings
+from graphboard.store.integrity import damage
 from graphboard.store.reader import VisDb, WriteRefused, open_vis_db
 
 
@@ -38,6 +39,13 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
             raise Conflict(
                 f"{path.name} is a build of one run, not a compare: there is nothing to match",
                 code="not_a_compare",
+            )
+        found = damage(db.conn)  # before anything writes, even the first match's tables
+        if found is not None:
+            raise UnreadableFile(
+                f"{path.name}: fails SQLite's integrity check ({found}); it takes no writes, "
+                "as its reads fail: rebuild it or restore a copy",
+                code="damaged_file",
             )
         try:
             transaction.enter_context(db.matching_write())
