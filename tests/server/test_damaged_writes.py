@@ -63,3 +63,18 @@ def test_a_damaged_file_refuses_every_write_as_it_refuses_reads(fresh_data_dir: 
         assert set(codes.values()) == {"damaged_file"}, codes
     assert hashlib.sha256(file.read_bytes()).hexdigest() == before  # nothing written
     assert not Path(f"{file}-journal").exists()
+
+
+def test_damage_made_after_a_sound_write_is_still_found(fresh_data_dir: Path) -> None:
+    """A file found sound is remembered by its identity; damage from elsewhere changes that."""
+    file = fresh_data_dir / f"{GRAPH}.vis.db"
+    method, path, params, body = WRITES[0]
+    with TestClient(create_app(Settings(data_dir=fresh_data_dir))) as client:
+        with_viewer_token(client)
+        response = client.request(method, f"/api/graphs/{GRAPH}/{path}", params=params, json=body)
+        assert response.status_code == 200, response.text
+        damage_nodes(file)
+        method, path, params, body = WRITES[1]
+        response = client.request(method, f"/api/graphs/{GRAPH}/{path}", params=params, json=body)
+        assert response.status_code == 422, response.text
+        assert response.json()["error"]["code"] == "damaged_file"

@@ -6,15 +6,29 @@ one can read whole, and SQLite may then reuse a page the damage made look free, 
 it. So a write first runs the check, the one SQLite documents for this, and a file that
 fails is refused as its reads are. ``integrity_check`` rather than ``quick_check``: the
 damage two writers leave ("wrong # of entries in index") is in what only the full check
-compares (an index against its table). Its cost is one read of the file, which a manual
-write, a human's click, can afford; the build path never runs it.
+compares (an index against its table).
+
+Its cost is a read of the whole file: 34 s for the 1.7 GB file of a 300k-record compare on
+the benchmark machine, too much for every click. So a file found sound is remembered by its
+identity (path, size, mtime, inode, SQLite's change counter: any other writer changes one of
+them), and a write this process commits marks the file's new identity sound (SQLite wrote
+it, under its lock, on a sound file). A file is then checked once per change made elsewhere;
+the first write to a large file after a start waits for its check. Memory: at most
+``REMEMBERED`` identities.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
+from contextlib import suppress
+from pathlib import Path
+
+from graphboard.store.graph_views import FileIdentity, file_identity
 
 _PROBLEMS_SHOWN = 3  # enough to say what is wrong; the check stops after these
+REMEMBERED = 1024  # identities of files found sound, least recently used dropped first
+_sound: OrderedDict[FileIdentity, None] = OrderedDict()
 
 
 def damage(conn: sqlite3.Connection) -> str | None:
@@ -33,3 +47,28 @@ def damage(conn: sqlite3.Connection) -> str | None:
         if line and not line.startswith("***")  # "*** in database main ***": we know
     ]
     return "; ".join(lines[:_PROBLEMS_SHOWN]) or "integrity_check failed"
+
+
+def damage_unless_known(identity: FileIdentity, conn: sqlite3.Connection) -> str | None:
+    """:func:`damage`, skipped for a file whose identity was found (or made) sound."""
+    if identity in _sound:
+        _sound.move_to_end(identity)
+        return None
+    found = damage(conn)
+    if found is None:
+        _remember(identity)
+    return found
+
+
+def written_sound(path: Path) -> None:
+    """``path`` was just written by a committed transaction of this process (and closed:
+    reading its identity opens the file, which must not happen under a lock)."""
+    with suppress(OSError):  # gone or unreadable since: its next write checks it
+        _remember(file_identity(path))
+
+
+def _remember(identity: FileIdentity) -> None:
+    _sound[identity] = None
+    _sound.move_to_end(identity)
+    while len(_sound) > REMEMBERED:
+        _sound.popitem(last=False)
