@@ -8,6 +8,7 @@ More routers (pages, uploads, jobs) are added to ``routes.API_ROUTERS`` or passe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ from graphboard.server.security import SecurityHeaders
 from graphboard.server.settings import Settings
 from graphboard.server.viewer_token import viewer_token
 from graphboard.store.graph_views import VIEWS
+from graphboard.table.query import TABLES
 
 
 def mount_static(app: FastAPI, url_path: str, directory: Path, name: str = "static") -> None:
@@ -67,6 +69,8 @@ def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter]
     app.state.catalog = Catalog(settings.catalog_url)
     app.state.runner = make_runner(settings, app.state.catalog)
     VIEWS.max_nodes = settings.view_cache_nodes
+    TABLES.max_nodes = settings.table_cache_bytes
+    app.state.exports = threading.BoundedSemaphore(settings.max_exports)  # downloads at once
     app.add_middleware(
         RequestOrigin, bound_host=settings.host, allowed_hosts=settings.allowed_hosts
     )

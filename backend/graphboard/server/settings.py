@@ -34,6 +34,15 @@ class Settings(BaseSettings):
         ge=1,
         description="nodes of per-graph columns and name indexes kept in memory (~300 bytes each)",
     )
+    table_cache_bytes: int = Field(
+        default=384 << 20,
+        ge=1,
+        description="memory of the compare tables kept for paging (estimated bytes); a table "
+        "larger than this alone is refused (503 table_too_large: `graphboard table` writes it)",
+    )
+    max_exports: int = Field(
+        default=2, ge=1, description="table downloads (CSV / XLSX) streaming at once"
+    )
     search_seconds: float = Field(
         default=10.0,
         gt=0,

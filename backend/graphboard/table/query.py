@@ -5,7 +5,7 @@ a sort by any column, and a cached table per graph so paging does not rebuild it
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +30,7 @@ def sort_key(cell: str) -> tuple[int, float, str]:
     return (0, number, "")
 
 
-def _sorted(table: CompareTable, column: str, descending: bool) -> Sequence[int]:
+def _sorted(table: CompareTable, column: str, descending: bool) -> Rows:
     """Row positions by ``column``: numbers first (largest first when ``descending``), then
     text, in text order either way, so a largest-first sort never opens on ``N/A`` rows; ties
     keep row order."""
@@ -40,8 +40,10 @@ def _sorted(table: CompareTable, column: str, descending: bool) -> Sequence[int]
         keys = [sort_key(cells[index]) for cells in table.cells]
         if descending:
             keys = [(kind, -number, text) for kind, number, text in keys]
-        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties in row order
-        table.sorted_by[(column, descending)] = order
+        # stable: ties in row order; kept as 8 bytes a row, not a list of int objects
+        made = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+        table.sorted_by[(column, descending)] = made
+        return made
     return order
 
 
@@ -82,5 +84,11 @@ def select(
     return shown
 
 
-# Tables by (file identity, step, rank), at most this many rows in all.
-TABLES: ViewCache[CompareTable] = ViewCache(max_nodes=2_000_000)
+def table_bytes(table: CompareTable) -> int:
+    return table.bytes
+
+
+# Tables by (file identity, step, rank), weighed in bytes (a row of a tensor compare is three
+# times one of md5: rows would be no bound of memory); create_app sets the budget from
+# settings.table_cache_bytes.
+TABLES: ViewCache[CompareTable] = ViewCache(max_nodes=512 << 20, weigh=table_bytes)

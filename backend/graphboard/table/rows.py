@@ -9,9 +9,11 @@ stored display strings; a value the file does not hold is msprobe's ``N/A``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
 from graphboard.compare.result import DataMode, label_of_code
@@ -35,6 +37,26 @@ class TableTooSlow(TableError):
     """Building the table took longer than the caller allows."""
 
 
+class TableTooLarge(TableError):
+    """The table would take more memory than the caller allows."""
+
+
+# What a row costs in memory, as CPython lays it out: the tuple (header + a pointer per cell),
+# a compact ASCII str per cell (its header + a byte per character), and the row's pointers in
+# ``cells`` and ``nodes``. Cells shared between rows ("N/A") are counted each time: the
+# estimate errs high, so a budget holds.
+_TUPLE_BYTES, _POINTER_BYTES, _STR_BYTES = 40, 8, 49
+
+
+def row_bytes(cells: tuple[str, ...]) -> int:
+    return (
+        _TUPLE_BYTES
+        + (_POINTER_BYTES + _STR_BYTES) * len(cells)
+        + sum(map(len, cells))
+        + 2 * _POINTER_BYTES
+    )
+
+
 @dataclass(slots=True)
 class CompareTable:
     """The rows of one graph's table; ``cells[i]`` lines up with ``columns``."""
@@ -45,10 +67,11 @@ class CompareTable:
     nodes: list[str]  # the target node each row belongs to (the viewer links to it)
     # column -> row positions sorted ascending by it, and the NPU Names' search index:
     # query.py makes each on first use
-    sorted_by: dict[tuple[str, bool], Sequence[int]] = field(
+    sorted_by: dict[tuple[str, bool], npt.NDArray[np.int64]] = field(
         default_factory=dict
     )  # (column, descending)
     name_index: NameIndex | None = None
+    bytes: int = 0  # the rows' memory, as row_bytes estimates it
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -147,9 +170,17 @@ def _mode_of(db: VisDb) -> DataMode:
     return mode
 
 
-def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = None) -> CompareTable:
+def build_table(
+    db: VisDb,
+    step: int,
+    rank: int,
+    *,
+    deadline: float | None = None,
+    max_bytes: int | None = None,
+) -> CompareTable:
     """The compare table of the target graph at ``step``/``rank``; past ``deadline``
-    (``time.monotonic``), TableTooSlow."""
+    (``time.monotonic``), TableTooSlow; past ``max_bytes`` of rows, TableTooLarge (raised as
+    the budget is crossed, never after the whole table was made)."""
     mode = _mode_of(db)
     target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
     if not db.has_graph(target_key):
@@ -179,5 +210,11 @@ def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = Non
             if cells is not None:
                 table.cells.append(cells)
                 table.nodes.append(node.name)
+                table.bytes += row_bytes(cells)
                 stack = NA
+        if max_bytes is not None and table.bytes > max_bytes:
+            raise TableTooLarge(
+                f"{db.path.name}: the table of step {step}, rank {rank} takes more than "
+                f"{max_bytes / 2**20:.0f} MiB of memory after {len(table.cells):,} rows"
+            )
     return table
