@@ -137,9 +137,32 @@ def serve_process(data_dir: Path, port: int, **env: str) -> subprocess.Popen[byt
     raise RuntimeError(f"graphboard serve did not start on port {port}")
 
 
+def with_viewer_token(client: Any) -> Any:
+    """A started TestClient that writes as the viewer's browser does: with the token of the
+    URL `graphboard serve` prints, as a bearer header."""
+    client.headers["Authorization"] = f"Bearer {client.app.state.viewer_token}"
+    return client
+
+
+# base URL of each live server -> the token its viewer URL carries (None: writes need none)
+VIEWER_TOKENS: dict[str, str | None] = {}
+
+
+def viewer_query(base: str) -> dict[str, str]:
+    """The ``token`` query the URL `graphboard serve` prints carries, for a live server."""
+    token = VIEWER_TOKENS.get(base)
+    return {"token": token} if token else {}
+
+
+def viewer_bearer(base: str) -> dict[str, str]:
+    """The Authorization header of a live server's viewer token (for writes)."""
+    return {"Authorization": f"Bearer {VIEWER_TOKENS[base]}"}
+
+
 @contextmanager
 def live_server(settings: Settings) -> Iterator[str]:
-    """create_app(settings) served by uvicorn on a loopback port, in a thread."""
+    """create_app(settings) served by uvicorn on a loopback port, in a thread; its viewer
+    token (what `graphboard serve` prints in its URL) is in ``VIEWER_TOKENS[base]``."""
     import uvicorn
 
     app = create_app(settings)
@@ -155,9 +178,12 @@ def live_server(settings: Settings) -> Iterator[str]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test server did not start")
         time.sleep(0.05)
+    base = f"http://127.0.0.1:{port}"
+    VIEWER_TOKENS[base] = app.state.viewer_token
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield base
     finally:
+        VIEWER_TOKENS.pop(base, None)
         server.should_exit = True
         thread.join(timeout=30)
         sock.close()

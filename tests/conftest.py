@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,10 @@ from fixture_cases import FIXTURES, SHARED, BuildFn, fixture_path, reference_db
 from graphboard.build import BuildOptions, run_build
 
 __all__ = ["FIXTURES", "SHARED", "BuildFn", "fixture_path", "reference_db"]
+
+# FastAPI's TestClient sends "Host: testserver"; the server answers only to the names it knows
+# (server/request_origin.py), so the tests' servers know that one too.
+os.environ.setdefault("GRAPHBOARD_ALLOWED_HOSTS", '["testserver"]')
 
 
 @pytest.fixture(scope="session")

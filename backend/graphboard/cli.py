@@ -204,6 +204,8 @@ def _serve_settings(args: argparse.Namespace) -> Settings:
     from graphboard.server.settings import Settings
 
     given = {"data_dir": args.data_dir, "host": args.host, "port": args.port}
+    if getattr(args, "no_write_token", False):
+        given["protect_writes"] = False
     return Settings(**{name: value for name, value in given.items() if value is not None})
 
 
@@ -221,10 +223,12 @@ def _serve(settings: Settings) -> int:
     import uvicorn
 
     from graphboard.server.app import create_app
+    from graphboard.server.viewer_token import announce_when_started
+    from graphboard.verdict_cli import server_url
 
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host=settings.host, port=settings.port)
-    )
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port))
+    announce_when_started(server, app, server_url(settings))  # the URL with the write token
     # uvicorn stops gracefully on SIGINT and SIGTERM (the app's shutdown stops its build
     # processes, which remove their files), then raises the signal again, for _guarded to
     # exit with; uvicorn.run would swallow that. A hang-up is made to stop it the same way.
@@ -333,6 +337,12 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     )
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8000)")
+    serve.add_argument(
+        "--no-write-token",
+        action="store_true",
+        help="let any caller write to graph files without a token (matches, undo, imports, "
+        "suggestions); the default prints the viewer's URL with one (GRAPHBOARD_PROTECT_WRITES)",
+    )
     serve.set_defaults(run=_run_serve)
     demo = commands.add_parser(
         "demo", help="dump a small model twice (golden, perturbed target), compare and serve it"

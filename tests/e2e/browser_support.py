@@ -30,9 +30,13 @@ class Viewer:
     errors: list[str] = field(default_factory=list)
 
     def open(self, **query: object) -> None:
+        """Open the viewer as the URL `graphboard serve` prints does: with its write token,
+        which the page keeps (and takes out of the address bar)."""
         from urllib.parse import urlencode
 
-        self.page.goto(f"{self.base}/?{urlencode(query)}")
+        from ci_support import viewer_query
+
+        self.page.goto(f"{self.base}/?{urlencode({**query, **viewer_query(self.base)})}")
         self.page.wait_for_selector("body[data-ready=true]")
 
     def row(self, side: str, name: str) -> Any:

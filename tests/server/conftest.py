@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from served_files import BuildFn, fixture_path, populate
 
+from ci_support import with_viewer_token
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 
@@ -23,6 +24,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory, built: BuildFn) -> Path:
 @pytest.fixture(scope="session")
 def client(data_dir: Path) -> Iterator[TestClient]:
     with TestClient(create_app(Settings(data_dir=data_dir))) as test_client:
+        with_viewer_token(test_client)
         yield test_client
 
 
@@ -41,4 +43,5 @@ def fresh_data_dir(tmp_path: Path, built: BuildFn) -> Path:
 @pytest.fixture
 def fresh_client(fresh_data_dir: Path) -> Iterator[TestClient]:
     with TestClient(create_app(Settings(data_dir=fresh_data_dir))) as test_client:
+        with_viewer_token(test_client)
         yield test_client

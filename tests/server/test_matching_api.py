@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from served_files import BuildFn, Q, fixture_path, reference_db
 
+from ci_support import with_viewer_token
 from graphboard.build import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
@@ -35,6 +36,7 @@ def mapped(tmp_path_factory: pytest.TempPathFactory, built: BuildFn) -> Iterator
     shutil.copyfile(built("layer-mapping", layer_mapping=mapping), root / "lm.vis.db")
     shutil.copyfile(reference_db("layer-mapping", "reference-lm"), root / "msprobe-lm.vis.db")
     with TestClient(create_app(Settings(data_dir=root))) as client:
+        with_viewer_token(client)
         yield client
 
 
@@ -314,12 +316,14 @@ def test_a_build_cannot_be_matched_nor_a_server_with_matching_off(
         fresh_data_dir / "build.vis.db",
     )
     with TestClient(create_app(Settings(data_dir=fresh_data_dir))) as client:
+        with_viewer_token(client)
         response = _match(
             client, "build", ("Functional.conv2d.0.forward", "Functional.conv2d.0.forward")
         )
         assert response.status_code == 409 and response.json()["error"]["code"] == "not_a_compare"
     settings = Settings(data_dir=fresh_data_dir, allow_matching=False)
     with TestClient(create_app(settings)) as client:
+        with_viewer_token(client)
         response = _match(client, GRAPH, LINEAR)
         assert (
             response.status_code == 403 and response.json()["error"]["code"] == "matching_disabled"
@@ -361,6 +365,7 @@ def test_a_missing_tensor_file_is_named(tmp_path: Path) -> None:
     lost = dumps / "golden/step0/rank0/dump_tensor_data" / f"{name}.output.0.pt"
     lost.unlink()
     with TestClient(create_app(Settings(data_dir=data))) as client:
+        with_viewer_token(client)
         assert result.path.name == "t.vis.db"
         assert _unmatch(client, "t", (name, name)).status_code == 200
         response = _match(client, "t", (name, name), twins=False)

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from served_files import Q
 
-from ci_support import live_server
+from ci_support import live_server, viewer_bearer
 from graphboard.server.app import create_app
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
 from graphboard.server.settings import Settings
@@ -225,7 +225,7 @@ def _index_operations(spec: dict[str, Any]) -> list[tuple[str, str, str, dict[st
 def test_numbers_past_sqlite_integers_are_422_everywhere(fresh_data_dir: Path) -> None:
     with (
         live_server(Settings(data_dir=fresh_data_dir)) as base,
-        httpx.Client(base_url=base, timeout=30) as http,
+        httpx.Client(base_url=base, timeout=30, headers=viewer_bearer(base)) as http,
     ):
         operations = _index_operations(http.get("/openapi.json").json())
         routes = {(method, url.rsplit("/", 1)[1]) for method, url, _p, _r in operations}

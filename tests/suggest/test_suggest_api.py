@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from ci_support import with_viewer_token
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from renamed_dumps import RenamedCompare
@@ -26,6 +27,7 @@ def client(renamed: Callable[[int], RenamedCompare], tmp_path: Path) -> Iterator
     shutil.copy2(renamed(2).renamed, tmp_path / "run.vis.db")
     shutil.copy2(renamed(2).original, tmp_path / "original.vis.db")
     with TestClient(create_app(Settings(data_dir=tmp_path))) as served:
+        with_viewer_token(served)
         yield served
 
 
@@ -104,6 +106,7 @@ def test_reject_is_remembered(client: TestClient, tmp_path: Path) -> None:
     assert _pairs(_list(client, min_confidence=0)).get(MLP[0]) != MLP[1]
     # a restart of the server (a new app on the same file) still leaves it out
     with TestClient(create_app(Settings(data_dir=tmp_path))) as other:
+        with_viewer_token(other)
         response = other.get("/api/graphs/run/suggestions", params={**Q, "min_confidence": 0})
         assert _pairs(response.json()).get(MLP[0]) != MLP[1]
 

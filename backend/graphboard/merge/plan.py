@@ -61,9 +61,11 @@ def _step_ranks(
     steps: dict[int, dict[int, RankDir]] = {}
     for item in layout.ranks:
         steps.setdefault(item.step, {})[item.rank] = item
-    expected = list(range(flags.rank_size))
     for step, ranks in sorted(steps.items()):
-        if sorted(ranks) != expected:
+        # distinct ints, as many as rank_size, from 0 to rank_size - 1: exactly 0..rank_size-1.
+        # Never a list of rank_size numbers: a mistyped --rank_size 400000000 must fail here,
+        # not after allocating gigabytes.
+        if len(ranks) != flags.rank_size or min(ranks) != 0 or max(ranks) != flags.rank_size - 1:
             found = ", ".join(f"rank{rank}" for rank in sorted(ranks))
             raise ParallelFlagsError(
                 f"{layout.root}: step {step} of the {side} dump holds {len(ranks)} rank folder(s) "

@@ -8,6 +8,7 @@ More routers (pages, uploads, jobs) are added to ``routes.API_ROUTERS`` or passe
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,14 +19,17 @@ from fastapi.templating import Jinja2Templates
 
 from graphboard import __version__
 from graphboard.errors import GraphboardError
-from graphboard.server.auth import read_access
+from graphboard.server.auth import read_access, write_access
 from graphboard.server.catalog import Catalog
 from graphboard.server.errors import install_error_handlers
 from graphboard.server.jobs.runner import Runner, make_runner
+from graphboard.server.request_origin import RequestOrigin
 from graphboard.server.routes import API_ROUTERS, CI_ROUTERS, pages
 from graphboard.server.security import SecurityHeaders
 from graphboard.server.settings import Settings
+from graphboard.server.viewer_token import viewer_token
 from graphboard.store.graph_views import VIEWS
+from graphboard.table.query import TABLES
 
 
 def mount_static(app: FastAPI, url_path: str, directory: Path, name: str = "static") -> None:
@@ -37,6 +41,9 @@ def mount_static(app: FastAPI, url_path: str, directory: Path, name: str = "stat
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     catalog: Catalog = app.state.catalog
     catalog.migrate()  # the schema is current before the first request
+    settings: Settings = app.state.settings
+    # the token the URL `graphboard serve` prints carries (None: writes need none)
+    app.state.viewer_token = viewer_token(catalog, settings) if settings.protect_writes else None
     runner: Runner = app.state.runner
     runner.start()  # after the migrations: it queues again what a previous run left
     try:
@@ -62,10 +69,16 @@ def create_app(settings: Settings | None = None, *, routers: Iterable[APIRouter]
     app.state.catalog = Catalog(settings.catalog_url)
     app.state.runner = make_runner(settings, app.state.catalog)
     VIEWS.max_nodes = settings.view_cache_nodes
-    app.add_middleware(SecurityHeaders)
+    TABLES.max_nodes = settings.table_cache_bytes
+    app.state.exports = threading.BoundedSemaphore(settings.max_exports)  # downloads at once
+    app.add_middleware(
+        RequestOrigin, bound_host=settings.host, allowed_hosts=settings.allowed_hosts
+    )
+    app.add_middleware(SecurityHeaders)  # outermost: refusals carry the headers too
     install_error_handlers(app)
-    for router in API_ROUTERS:  # reads: token-protected only when settings.protect_reads
-        app.include_router(router, dependencies=[Depends(read_access)])
+    # reads: token-protected only when settings.protect_reads; writes unless not protect_writes
+    for router in API_ROUTERS:
+        app.include_router(router, dependencies=[Depends(read_access), Depends(write_access)])
     for router in (*CI_ROUTERS, *routers):
         app.include_router(router)
     app.include_router(pages.router)  # the pages (viewer, Build, Trends, Table), modules, plotly.js

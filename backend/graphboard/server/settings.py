@@ -34,6 +34,15 @@ class Settings(BaseSettings):
         ge=1,
         description="nodes of per-graph columns and name indexes kept in memory (~300 bytes each)",
     )
+    table_cache_bytes: int = Field(
+        default=384 << 20,
+        ge=1,
+        description="memory of the compare tables kept for paging (estimated bytes); a table "
+        "larger than this alone is refused (503 table_too_large: `graphboard table` writes it)",
+    )
+    max_exports: int = Field(
+        default=2, ge=1, description="table downloads (CSV / XLSX) streaming at once"
+    )
     search_seconds: float = Field(
         default=10.0,
         gt=0,
@@ -50,6 +59,19 @@ class Settings(BaseSettings):
     )
     protect_reads: bool = Field(
         default=False, description="the read API needs a bearer token too (uploads always do)"
+    )
+    protect_writes: bool = Field(
+        default=True,
+        description="a write to a graph file (match, unmatch, undo, .vis.config import, "
+        "suggestions) needs a bearer token; `graphboard serve` prints the viewer's URL with "
+        "one. False (GRAPHBOARD_PROTECT_WRITES=0, serve --no-write-token): any local caller "
+        "may write; the Host and cross-site checks still apply",
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header names served besides localhost, IP addresses, the bound host "
+        "and this machine's name when bound to all interfaces (a JSON list in the "
+        'environment: GRAPHBOARD_ALLOWED_HOSTS=\'["graphs.example.com"]\'); "*" serves any',
     )
     job_workers: int = Field(
         default=2, ge=1, le=64, description="builds at once on the server's own workers"

@@ -129,10 +129,12 @@ Cached = TypeVar("Cached", bound=Sized)
 
 class ViewCache(Generic[Cached]):
     """Least-recently-used views (or anything sized: the compare tables), holding at most
-    ``max_nodes`` nodes (rows) in all."""
+    ``max_nodes`` in all, each item weighing ``weigh(item)`` (its nodes by default; the
+    compare tables weigh their bytes)."""
 
-    def __init__(self, max_nodes: int) -> None:
+    def __init__(self, max_nodes: int, weigh: Callable[[Cached], int] = len) -> None:
         self.max_nodes = max_nodes
+        self.weigh = weigh
         self._views: OrderedDict[tuple[Any, ...], Cached] = OrderedDict()
         self._nodes = 0
         self._lock = threading.Lock()
@@ -153,10 +155,10 @@ class ViewCache(Generic[Cached]):
             view = load()
             with self._lock:
                 self._views[key] = view
-                self._nodes += len(view)
+                self._nodes += self.weigh(view)
                 while self._nodes > self.max_nodes and len(self._views) > 1:
                     _old_key, old = self._views.popitem(last=False)
-                    self._nodes -= len(old)
+                    self._nodes -= self.weigh(old)
                 self._loading.pop(key, None)
         return view
 

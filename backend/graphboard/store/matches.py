@@ -232,3 +232,32 @@ def undo_action(conn: sqlite3.Connection, action_id: int, step: int, rank: int) 
         restored += 1
     conn.execute(f"UPDATE {ACTIONS_TABLE} SET undone_at = ? WHERE id = ?", (_now(), action_id))
     return restored
+
+
+# How far back undo reaches, per (step, rank). The history is a store every write grows; the
+# overlay (the current state) is bounded by the nodes, but each action keeps a row per node it
+# changed, forever, unless something forgets. A person's session of manual matching is tens
+# to hundreds of actions; a thousand keeps every one of those undoable and bounds the file.
+HISTORY_LIMIT = 1000
+
+
+def forget_oldest(conn: sqlite3.Connection, step: int, rank: int, keep: int = HISTORY_LIMIT) -> int:
+    """Drop the actions of a (step, rank) older than its latest ``keep`` (and what they
+    would restore): the matches they made stay, only undo no longer reaches them. Returns
+    how many actions were dropped."""
+    cutoff = conn.execute(
+        f"SELECT id FROM {ACTIONS_TABLE} WHERE step = ? AND rank = ? ORDER BY id DESC "
+        "LIMIT 1 OFFSET ?",
+        (step, rank, keep),
+    ).fetchone()
+    if cutoff is None:
+        return 0
+    older = f"SELECT id FROM {ACTIONS_TABLE} WHERE step = ? AND rank = ? AND id <= ?"
+    conn.execute(
+        f"DELETE FROM {UNDO_TABLE} WHERE action_id IN ({older})", (step, rank, int(cutoff[0]))
+    )
+    dropped = conn.execute(
+        f"DELETE FROM {ACTIONS_TABLE} WHERE step = ? AND rank = ? AND id <= ?",
+        (step, rank, int(cutoff[0])),
+    )
+    return int(dropped.rowcount)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.server.errors import NotFound
 from graphboard.server.matching.access import writing
 from graphboard.server.settings import Settings
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import GraphKey, VisDb
 from graphboard.store.reader.opening import table_names
 
 TABLE = "gb_suggest_rejections"
@@ -29,10 +31,28 @@ def rejected(db: VisDb, step: int, rank: int) -> set[tuple[str, str]]:
     }
 
 
+def check_rejection(db: VisDb, step: int, rank: int, target: str, golden: str) -> None:
+    """Only what the file holds may be rejected: a (step, rank) with both sides, a target
+    node, a golden node. Anything else would be a row no proposal can ever meet, and a store
+    any caller could grow without bound (2,000 requests of made-up names took a file from
+    6 to 40 MB)."""
+    for side, name in ((TARGET_SIDE, target), (GOLDEN_SIDE, golden)):
+        key = GraphKey(side, step, rank)
+        if not db.has_graph(key):
+            raise NotFound(
+                f"the file has no compare graph for step {step}, rank {rank}",
+                code="unknown_graph_part",
+            )
+        if not db.orders_of_names(key, [name]):
+            what = "target (NPU)" if side == TARGET_SIDE else "golden (Bench)"
+            raise NotFound(f"no {what} node named {name!r}", code="unknown_node")
+
+
 def reject(path: Path, settings: Settings, step: int, rank: int, target: str, golden: str) -> None:
     """Remember that ``golden`` is not ``target``'s counterpart (one write transaction, as a
     manual match: refused on a read-only file or with matching turned off)."""
     with writing(path, settings) as db:
+        check_rejection(db, step, rank, target, golden)
         db.conn.execute(_CREATE)
         db.conn.execute(
             f"INSERT OR IGNORE INTO main.{TABLE} (step, rank, target, golden) VALUES (?, ?, ?, ?)",

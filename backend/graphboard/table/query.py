@@ -5,7 +5,7 @@ a sort by any column, and a cached table per graph so paging does not rebuild it
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +42,7 @@ def severity_key(cell: str) -> tuple[int, float, str]:
     return (1, 0.0, cell) if rank is None else (0, float(rank), "")
 
 
-def _sorted(table: CompareTable, column: str, descending: bool) -> Sequence[int]:
+def _sorted(table: CompareTable, column: str, descending: bool) -> Rows:
     """Row positions by ``column``: numbers (a verdict's severity) first, largest first when
     ``descending``, then text, in text order either way, so a largest-first sort never opens
     on ``N/A`` rows; ties keep row order."""
@@ -53,8 +53,10 @@ def _sorted(table: CompareTable, column: str, descending: bool) -> Sequence[int]
         keys = [key(cells[index]) for cells in table.cells]
         if descending:
             keys = [(kind, -number, text) for kind, number, text in keys]
-        order = sorted(range(len(keys)), key=keys.__getitem__)  # stable: ties in row order
-        table.sorted_by[(column, descending)] = order
+        # stable: ties in row order; kept as 8 bytes a row, not a list of int objects
+        made = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+        table.sorted_by[(column, descending)] = made
+        return made
     return order
 
 
@@ -95,5 +97,11 @@ def select(
     return shown
 
 
-# Tables by (file identity, step, rank), at most this many rows in all.
-TABLES: ViewCache[CompareTable] = ViewCache(max_nodes=2_000_000)
+def table_bytes(table: CompareTable) -> int:
+    return table.bytes
+
+
+# Tables by (file identity, step, rank), weighed in bytes (a row of a tensor compare is three
+# times one of md5: rows would be no bound of memory); create_app sets the budget from
+# settings.table_cache_bytes.
+TABLES: ViewCache[CompareTable] = ViewCache(max_nodes=512 << 20, weigh=table_bytes)

@@ -9,21 +9,25 @@ stored display strings; a value the file does not hold is msprobe's ``N/A``.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
 from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
-from graphboard.store.reader import GraphKey, StoredNode, VisDb
+from graphboard.store.reader import GraphKey, VisDb
 from graphboard.table import columns as col
 
 NA = "N/A"  # msprobe's cell for a value it does not have
 _NO_DATA_NAME = "-1"  # msprobe's data_name of a parameter saved to no file
 _CHECK_EVERY = 256  # nodes between two looks at the deadline
+_BATCH = 512  # target nodes read at once, with their golden counterparts (one IN query)
 _METRICS = {DataMode.SUMMARY: SUMMARY_METRIC_NAMES, DataMode.TENSOR: TENSOR_METRIC_NAMES}
 
 
@@ -33,6 +37,26 @@ class TableError(GraphboardError):
 
 class TableTooSlow(TableError):
     """Building the table took longer than the caller allows."""
+
+
+class TableTooLarge(TableError):
+    """The table would take more memory than the caller allows."""
+
+
+# What a row costs in memory, as CPython lays it out: the tuple (header + a pointer per cell),
+# a compact ASCII str per cell (its header + a byte per character), and the row's pointers in
+# ``cells`` and ``nodes``. Cells shared between rows ("N/A") are counted each time: the
+# estimate errs high, so a budget holds.
+_TUPLE_BYTES, _POINTER_BYTES, _STR_BYTES = 40, 8, 49
+
+
+def row_bytes(cells: tuple[str, ...]) -> int:
+    return (
+        _TUPLE_BYTES
+        + (_POINTER_BYTES + _STR_BYTES) * len(cells)
+        + sum(map(len, cells))
+        + 2 * _POINTER_BYTES
+    )
 
 
 @dataclass(slots=True)
@@ -45,10 +69,11 @@ class CompareTable:
     nodes: list[str]  # the target node each row belongs to (the viewer links to it)
     # column -> row positions sorted ascending by it, and the NPU Names' search index:
     # query.py makes each on first use
-    sorted_by: dict[tuple[str, bool], Sequence[int]] = field(
+    sorted_by: dict[tuple[str, bool], npt.NDArray[np.int64]] = field(
         default_factory=dict
     )  # (column, descending)
     name_index: NameIndex | None = None
+    bytes: int = 0  # the rows' memory, as row_bytes estimates it
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -147,9 +172,17 @@ def _mode_of(db: VisDb) -> DataMode:
     return mode
 
 
-def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = None) -> CompareTable:
+def build_table(
+    db: VisDb,
+    step: int,
+    rank: int,
+    *,
+    deadline: float | None = None,
+    max_bytes: int | None = None,
+) -> CompareTable:
     """The compare table of the target graph at ``step``/``rank``; past ``deadline``
-    (``time.monotonic``), TableTooSlow."""
+    (``time.monotonic``), TableTooSlow; past ``max_bytes`` of rows, TableTooLarge (raised as
+    the budget is crossed, never after the whole table was made)."""
     mode = _mode_of(db)
     target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
     if not db.has_graph(target_key):
@@ -160,24 +193,40 @@ def build_table(db: VisDb, step: int, rank: int, *, deadline: float | None = Non
         )
     view = db.view(target_key)
     counterpart, introduced = view.columns["counterpart"], view.columns["introduced"]
-    golden_nodes: dict[int, StoredNode] = {}
-    if db.has_graph(golden_key):
-        golden_nodes = {node.node_order: node for node in db.stored_nodes(golden_key)}
+    has_golden = db.has_graph(golden_key)
     table = CompareTable(mode, col.table_columns(mode), [], [])
-    for count, node in enumerate(db.stored_nodes(target_key, stacks=True)):
-        if deadline is not None and count % _CHECK_EVERY == 0 and time.monotonic() > deadline:
-            raise TableTooSlow(
-                f"{db.path.name}: the table of step {step}, rank {rank} took too long"
+    target_nodes = db.iter_stored_nodes(target_key, stacks=True)
+    count = 0
+    # A batch of target nodes at a time, with its golden counterparts read by their orders:
+    # neither side's nodes are ever all in memory (a 300k-record compare's two sides held
+    # 3 GB that way), only the rows made of them.
+    while batch := list(islice(target_nodes, _BATCH)):
+        wanted = [int(counterpart[node.node_order]) for node in batch]
+        golden_nodes = (
+            db.stored_nodes_at(golden_key, [order for order in wanted if order >= 0])
+            if has_golden
+            else {}
+        )
+        for node, golden_order in zip(batch, wanted, strict=True):
+            if deadline is not None and count % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+                raise TableTooSlow(
+                    f"{db.path.name}: the table of step {step}, rank {rank} took too long"
+                )
+            count += 1
+            rows = paired_stored(node, golden_nodes.get(golden_order))
+            code = int(introduced[node.node_order])
+            starts_here = (label_of_code(code) if code > 0 else None) or ""
+            stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
+            for row in rows:
+                cells = row_cells(mode, row, stack, starts_here)
+                if cells is not None:
+                    table.cells.append(cells)
+                    table.nodes.append(node.name)
+                    table.bytes += row_bytes(cells)
+                    stack = NA
+        if max_bytes is not None and table.bytes > max_bytes:
+            raise TableTooLarge(
+                f"{db.path.name}: the table of step {step}, rank {rank} takes more than "
+                f"{max_bytes / 2**20:.0f} MiB of memory after {len(table.cells):,} rows"
             )
-        golden_node = golden_nodes.get(int(counterpart[node.node_order]))
-        rows = paired_stored(node, golden_node)
-        code = int(introduced[node.node_order])
-        starts_here = (label_of_code(code) if code > 0 else None) or ""
-        stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
-        for row in rows:
-            cells = row_cells(mode, row, stack, starts_here)
-            if cells is not None:
-                table.cells.append(cells)
-                table.nodes.append(node.name)
-                stack = NA
     return table

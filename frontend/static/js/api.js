@@ -1,7 +1,7 @@
 // The HTTP API of graphboard's server (see /docs), one function per call. Graph ids may hold
 // '/', so each segment is encoded on its own. Errors arrive as {error: {code, message}}.
 
-import { saved } from './storage.js';
+import { save, saved } from './storage.js';
 
 export class ApiError extends Error {
   constructor(status, code, message, details = null) {
@@ -26,12 +26,29 @@ function query(params) {
   return text ? `?${text}` : '';
 }
 
-// The bearer token (from `graphboard token create`) that the Build page saves: uploads and
-// jobs need it, and reads too when the server protects them.
+// The bearer token that the Build page saves (from `graphboard token create`), or that the
+// URL `graphboard serve` prints brings (/?token=...): writes to graph files need it, uploads
+// and jobs too, and reads when the server protects them.
 export const TOKEN_KEY = 'graphboard.token';
+let urlToken = null; // the URL's token, for this page only when storage is disabled
 
 export function storedToken() {
-  return saved(TOKEN_KEY) || null;
+  return saved(TOKEN_KEY) || urlToken;
+}
+
+/** Keep the token the page's URL brings, and take it out of the address bar (so a bookmark
+ * or a shared link does not carry it). Each page's main.js calls it before anything reads
+ * the URL. */
+export function adoptUrlToken(location = globalThis.location, history = globalThis.history) {
+  const url = new URL(location.href);
+  const token = url.searchParams.get('token');
+  if (token === null) return;
+  if (token) {
+    urlToken = token;
+    save(TOKEN_KEY, token);
+  }
+  url.searchParams.delete('token');
+  history.replaceState(history.state, '', `${url.pathname}${url.search}${url.hash}`);
 }
 
 /** @param {{base?: string, fetchImpl?: typeof fetch, token?: () => string | null}} options */

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from graphboard.server.errors import Conflict, Forbidden
+from graphboard.server.errors import Conflict, Forbidden, UnreadableFile
 from graphboard.server.settings import Settings
+from graphboard.store.integrity import damage_unless_known, written_sound
 from graphboard.store.reader import VisDb, WriteRefused, open_vis_db
 
 
@@ -39,8 +40,17 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
                 f"{path.name} is a build of one run, not a compare: there is nothing to match",
                 code="not_a_compare",
             )
+        # before anything writes, even the first match's tables
+        found = damage_unless_known(db.identity, db.conn)
+        if found is not None:
+            raise UnreadableFile(
+                f"{path.name}: fails SQLite's integrity check ({found}); it takes no writes, "
+                "as its reads fail: rebuild it or restore a copy",
+                code="damaged_file",
+            )
         try:
             transaction.enter_context(db.matching_write())
         except WriteRefused as error:
             raise Forbidden(str(error), code="read_only") from None
         yield db
+    written_sound(path)  # reached only when the write committed

@@ -17,7 +17,7 @@ from graphboard.store.reader import GraphKey, VisDb
 from graphboard.suggest import DEFAULT_MIN_CONFIDENCE, Proposals
 from graphboard.suggest.apply import accept, graph_parts
 from graphboard.suggest.proposals import propose
-from graphboard.suggest.rejections import reject, rejected
+from graphboard.suggest.rejections import check_rejection, reject, rejected
 
 router = APIRouter(prefix="/api/graphs", tags=["suggestions"], responses=schemas.MATCH_ERRORS)
 
@@ -155,8 +155,12 @@ def accept_all(
 @router.post(
     "/{graph:path}/suggestions/reject", response_model=RejectedOut, summary="Reject a proposal"
 )
-def reject_one(request: PairRequest, path: GraphFilePath, settings: SettingsDep) -> RejectedOut:
+def reject_one(
+    request: PairRequest, path: GraphFilePath, settings: SettingsDep, db: GraphDb
+) -> RejectedOut:
     """Remember that ``golden`` is not ``target``'s counterpart: never proposed again (the
-    target may get another proposal)."""
+    target may get another proposal). Only nodes the file holds (404 otherwise)."""
+    # on the read-only connection first: a refused rejection opens nothing for writing
+    check_rejection(db, request.step, request.rank, request.target, request.golden)
     reject(path, settings, request.step, request.rank, request.target, request.golden)
     return RejectedOut(target=request.target, golden=request.golden)

@@ -1,34 +1,41 @@
 """The compare table of one graph (msprobe compare's rows): a page at a time, filtered and
 sorted, and the rows shown downloaded as CSV or XLSX.
 
-A graph's table is built once (one pass over the file, within ``BUILD_SECONDS``) and kept in
-:data:`graphboard.table.query.TABLES`; a page is then a slice of the filtered, sorted row
-positions. Names are matched as a case-insensitive substring (the search's index), never as
-a user's regex."""
+A graph's table is built once (one pass over the file, within ``BUILD_SECONDS`` and the
+``table_cache_bytes`` budget) and kept in :data:`graphboard.table.query.TABLES`, weighed in
+bytes; a page is then a slice of the filtered, sorted row positions. Names are matched as a
+case-insensitive substring (the search's index), never as a user's regex.
+
+A download streams as it is made (no temporary file a stalled client could hold on disk), at
+most ``max_exports`` at once: one more is a 503 with Retry-After."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import threading
 import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
-from fastapi.responses import FileResponse
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
 from pydantic import Field
-from starlette.background import BackgroundTask
 
 from graphboard.server import schemas
-from graphboard.server.deps import Cursor, GraphDb, PageLimit, Rank, Step
+from graphboard.server.deps import Cursor, GraphDb, PageLimit, Rank, SettingsDep, Step
 from graphboard.server.downloads import attachment
 from graphboard.server.errors import ApiError, InvalidParameters, NotFound
+from graphboard.server.settings import Settings
 from graphboard.store.reader import VisDb
-from graphboard.table.export_csv import write_csv
-from graphboard.table.export_xlsx import write_xlsx
+from graphboard.table.export_csv import csv_chunks
+from graphboard.table.export_xlsx import xlsx_chunks
 from graphboard.table.query import TABLES, Rows, select
-from graphboard.table.rows import CompareTable, TableError, TableTooSlow, build_table
+from graphboard.table.rows import (
+    CompareTable,
+    TableError,
+    TableTooLarge,
+    TableTooSlow,
+    build_table,
+)
 
 router = APIRouter(prefix="/api/graphs", tags=["table"], responses=schemas.ERRORS)
 
@@ -43,6 +50,16 @@ _MEDIA = {
 class TableTooSlowError(ApiError):
     status = 503
     code = "table_too_slow"
+
+
+class TableTooLargeError(ApiError):
+    status = 503
+    code = "table_too_large"
+
+
+class TooManyExports(ApiError):
+    status = 503
+    code = "too_many_exports"
 
 
 class TableRowOut(schemas.ApiModel):
@@ -71,14 +88,22 @@ SortColumn = Annotated[
 Descending = Annotated[bool, Query(description="sort largest first")]
 
 
-def _table(db: VisDb, step: int, rank: int) -> CompareTable:
+def _table(db: VisDb, step: int, rank: int, settings: Settings) -> CompareTable:
     deadline = time.monotonic() + BUILD_SECONDS
+    budget = settings.table_cache_bytes
+
+    def build() -> CompareTable:
+        return build_table(db, step, rank, deadline=deadline, max_bytes=budget)
+
     try:
-        return TABLES.get(
-            (db.identity, step, rank), lambda: build_table(db, step, rank, deadline=deadline)
-        )
+        return TABLES.get((db.identity, step, rank), build)
     except TableTooSlow as error:
         raise TableTooSlowError(str(error)) from None
+    except TableTooLarge as error:
+        raise TableTooLargeError(
+            f"{error}, this server's budget for tables (GRAPHBOARD_TABLE_CACHE_BYTES); "
+            "`graphboard table FILE -o OUT.csv` writes it"
+        ) from None
     except TableError as error:
         raise NotFound(str(error), code="no_table") from None
 
@@ -105,6 +130,7 @@ def _shown(
 @router.get("/{graph:path}/table", response_model=TablePage, summary="Compare table rows")
 def table_page(
     db: GraphDb,
+    settings: SettingsDep,
     step: Step,
     rank: Rank,
     limit: PageLimit,
@@ -117,7 +143,7 @@ def table_page(
     """msprobe compare's result table of the target graph, one row per parameter, in
     msprobe's order or sorted by a column, filtered by Result and by name; pass
     ``next_cursor`` back as ``cursor`` for the next page."""
-    table = _table(db, step, rank)
+    table = _table(db, step, rank, settings)
     shown = _shown(table, result, name, sort, descending)
     start = cursor or 0
     window = shown[start : start + limit]
@@ -132,14 +158,50 @@ def table_page(
     )
 
 
+def exports_slots(request: Request) -> threading.BoundedSemaphore:
+    slots: threading.BoundedSemaphore = request.app.state.exports
+    return slots
+
+
+class _Download:
+    """A download's bytes holding one of the export slots, given back when the download
+    ends, fails, or is dropped unread (a client gone before the first byte: a generator
+    never started would run no ``finally``)."""
+
+    def __init__(self, chunks: Iterator[str | bytes], slots: threading.BoundedSemaphore) -> None:
+        self._chunks = chunks
+        self._slots: threading.BoundedSemaphore | None = slots
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            chunk = next(self._chunks)
+        except BaseException:
+            self.close()
+            raise
+        return chunk.encode() if isinstance(chunk, str) else chunk
+
+    def close(self) -> None:
+        slots, self._slots = self._slots, None
+        if slots is not None:
+            slots.release()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 @router.get(
     "/{graph:path}/table-export",
-    response_class=FileResponse,
+    response_class=StreamingResponse,
     summary="The rows shown, as CSV or XLSX",
     responses={200: {"content": {media: {} for media in _MEDIA.values()}}},
 )
 def table_export(
+    request: Request,
     db: GraphDb,
+    settings: SettingsDep,
     step: Step,
     rank: Rank,
     format: Annotated[Literal["csv", "xlsx"], Query(description="file type")] = "csv",
@@ -147,27 +209,27 @@ def table_export(
     name: NameFilter = None,
     sort: SortColumn = None,
     descending: Descending = False,
-) -> FileResponse:
-    """Every row the same filters and sort show (not only one page), as a file."""
-    table = _table(db, step, rank)
+) -> StreamingResponse:
+    """Every row the same filters and sort show (not only one page), as a file, streamed."""
+    table = _table(db, step, rank, settings)
     shown = _shown(table, result, name, sort, descending)
     if format == "xlsx" and len(shown) > MAX_XLSX_ROWS:
         raise InvalidParameters(
             f"{len(shown)} rows: a sheet holds at most {MAX_XLSX_ROWS}; filter them, or take the CSV",
             code="too_many_rows",
         )
-    handle, temporary = tempfile.mkstemp(prefix="graphboard-table-", suffix=f".{format}")
-    os.close(handle)
-    path = Path(temporary)
-    try:
-        (write_xlsx if format == "xlsx" else write_csv)(table, shown, path)
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
+    slots = exports_slots(request)
+    if not slots.acquire(blocking=False):
+        raise TooManyExports(
+            f"{settings.max_exports} downloads are already streaming (GRAPHBOARD_MAX_EXPORTS); "
+            "try again when one ends",
+            headers={"Retry-After": "10"},
+        )
+    # the table stays referenced by the generator, whatever the cache drops meanwhile
+    chunks = xlsx_chunks(table, shown) if format == "xlsx" else csv_chunks(table, shown)
     stem = db.path.name.removesuffix(".vis.db")
-    return FileResponse(
-        path,
+    return StreamingResponse(
+        _Download(chunks, slots),
         media_type=_MEDIA[format],
         headers={"Content-Disposition": attachment(f"{stem}_step{step}_rank{rank}.{format}")},
-        background=BackgroundTask(path.unlink, missing_ok=True),
     )

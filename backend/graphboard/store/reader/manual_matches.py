@@ -62,6 +62,7 @@ class ManualMatches(OpenFile):
         action_id = matches.start_action(self.conn, kind, step, rank, target, golden, options)
         matches.put_overlay(self.conn, action_id, rows)
         matches.finish_action(self.conn, action_id, paired)
+        matches.forget_oldest(self.conn, step, rank, matches.HISTORY_LIMIT)  # stays bounded
         return action_id
 
     def undo_last_action(self, step: int, rank: int) -> tuple[matches.Action, int] | None:

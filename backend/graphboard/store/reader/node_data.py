@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -198,19 +198,37 @@ class NodeData(NodeSummaries):
         return found
 
     def stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
-        """Every node of the graph holding parameters, in node order, read by one query (a
-        whole-graph table: the compare table), with users' pairings' rescored dicts as
-        ``node`` gives them; ``stacks`` adds each node's stack."""
+        """Every node of the graph holding parameters, in node order (a whole-graph table),
+        with users' pairings' rescored dicts as ``node`` gives them; ``stacks`` adds each
+        node's stack."""
+        return list(self.iter_stored_nodes(key, stacks=stacks))
+
+    def iter_stored_nodes(self, key: GraphKey, *, stacks: bool = False) -> Iterator[StoredNode]:
+        """:meth:`stored_nodes` one at a time, read by one query as they are used: a
+        graph's nodes and their parsed parameters are never all in memory at once."""
+        return self._stored_rows(key, "ORDER BY t.node_order", (), stacks=stacks)
+
+    def stored_nodes_at(self, key: GraphKey, orders: Sequence[int]) -> dict[int, StoredNode]:
+        """The nodes holding parameters among ``orders`` (a batch: a few hundred), by order,
+        found on msprobe's (step, rank, data_source, node_order) index."""
+        if not orders:
+            return {}
+        marks = ", ".join("?" * len(orders))
+        found = self._stored_rows(key, f"AND t.node_order IN ({marks})", tuple(orders))
+        return {node.node_order: node for node in found}
+
+    def _stored_rows(
+        self, key: GraphKey, tail: str, bound: tuple[int, ...], *, stacks: bool = False
+    ) -> Iterator[StoredNode]:
         stack_column = "s.stack_info" if stacks else "NULL"
         join = " LEFT JOIN main.tb_stack s ON s.id = t.stack_id" if stacks else ""
         rows = self.conn.execute(
             f"SELECT t.node_order, t.node_name, t.input_data, t.output_data, {stack_column} "
             f"FROM main.tb_nodes t{join}" + BY_GRAPH + " AND (t.input_data NOT IN ('', '{}') "
-            "OR t.output_data NOT IN ('', '{}')) ORDER BY t.node_order",
-            (key.step, key.rank, key.side),
-        ).fetchall()
+            f"OR t.output_data NOT IN ('', '{{}}')) {tail}",
+            (key.step, key.rank, key.side, *bound),
+        )
         overlaid = self.manual_data(key)
-        nodes: list[StoredNode] = []
         stacks_read: dict[str | None, list[str]] = {}  # the calls of one line share a stack
         for order, name, input_text, output_text, stack_text in rows:
             if order in overlaid:
@@ -220,16 +238,13 @@ class NodeData(NodeSummaries):
             if stack is None:
                 stack = [str(frame) for frame in json_or(stack_text, [])]
                 stacks_read[stack_text] = stack
-            nodes.append(
-                StoredNode(
-                    int(order),
-                    str(name),
-                    json_or(input_text, {}),
-                    json_or(output_text, {}),
-                    stack,
-                )
+            yield StoredNode(
+                int(order),
+                str(name),
+                json_or(input_text, {}),
+                json_or(output_text, {}),
+                stack,
             )
-        return nodes
 
     def module_names(self, key: GraphKey, module: str | None = None) -> list[tuple[int, str]]:
         """(node_order, name) of the graph's module nodes (``node_type`` 0 in both tools'

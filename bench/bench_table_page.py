@@ -1,0 +1,119 @@
+"""The compare table's first page on a big compare, as a browser asks for it: latency and the
+server's peak memory (issue 30, point 5: 42-58 s and 3.3 GB on a 300k-record compare).
+
+``graphboard serve`` runs in its own process on the folder holding the file; its peak RSS is
+the kernel's high-water mark (VmHWM) read after each request. The compare is made with
+make_synthetic_dump.py and graph_build:
+
+    python bench/make_synthetic_dump.py --records 300000 --out /tmp/t300/golden
+    python bench/make_synthetic_dump.py --records 300000 --out /tmp/t300/target --variant target
+    graph_build -tp /tmp/t300/target -gp /tmp/t300/golden -o /tmp/t300/out
+    python bench/bench_table_page.py /tmp/t300/out/compare_*.vis.db [--record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from harness import BENCH, free_port, serve_process
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def timed(http: httpx.Client, url: str, **params: object) -> tuple[float, httpx.Response]:
+    start = time.perf_counter()
+    response = http.get(url, params=params)
+    return time.perf_counter() - start, response
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("file", type=Path)
+    parser.add_argument(
+        "--record", action="store_true", help="append to bench/results/table_page.md"
+    )
+    args = parser.parse_args()
+    file: Path = args.file.resolve()
+    graph = file.name.removesuffix(".vis.db")
+    port = free_port()
+    process = serve_process(file.parent, port)  # GRAPHBOARD_* settings from the environment
+    lines = []
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as http:
+            base_rss = peak_rss_mb(process.pid)
+            url = f"/api/graphs/{graph}/table"
+            q = {"step": 0, "rank": 0}
+            first, response = timed(http, url, **q, limit=200)
+            after_first = peak_rss_mb(process.pid)
+            if response.status_code != 200:
+                answer = f"{response.status_code} {response.json()['error']['code']}"
+                lines = [
+                    f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s | - | - "
+                    f"| - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
+                ]
+                print(response.json()["error"]["message"])
+            else:
+                total = response.json()["total"]
+                second, response = timed(http, url, **q, limit=200, cursor=200)
+                sorted_s, response = timed(
+                    http, url, **q, limit=200, sort="MaxRelativeErr", descending=True
+                )
+                after_sort = peak_rss_mb(process.pid)
+                start = time.perf_counter()
+                size = 0
+                first_byte = 0.0
+                with http.stream("GET", f"/api/graphs/{graph}/table-export", params=q) as stream:
+                    for chunk in stream.iter_bytes():
+                        if not size:
+                            first_byte = time.perf_counter() - start
+                        size += len(chunk)
+                export = time.perf_counter() - start
+                after_export = peak_rss_mb(process.pid)
+                lines = [
+                    f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s "
+                    f"| {second:.3f} s | {sorted_s:.2f} s | {first_byte:.2f} s / {export:.1f} s "
+                    f"({size / 1e6:.0f} MB) | {base_rss:.0f} / {after_first:.0f} / "
+                    f"{after_sort:.0f} / {after_export:.0f} MB |"
+                ]
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    header = [
+        "| file | first page | next page | sorted page | CSV export: first byte / whole | peak RSS: started / first page / sorted / export |",
+        "|---|---|---|---|---|---|",
+    ]
+    print("\n".join(header + lines))
+    if args.record:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=BENCH
+        ).stdout.strip()
+        out = BENCH / "results" / "table_page.md"
+        if not out.exists():
+            out.write_text(
+                "# The compare table's first page on a big compare\n\n"
+                "`python bench/bench_table_page.py FILE --record` (see its docstring). Each line:"
+                " one fresh `graphboard serve` process, one request after another.\n"
+            )
+        with out.open("a") as handle:
+            handle.write(
+                f"\n## {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, "
+                f"{platform.node()} ({platform.processor() or platform.machine()})\n\n"
+            )
+            if args.note:
+                handle.write(args.note + "\n\n")
+            handle.write("\n".join(header + lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
