@@ -82,6 +82,14 @@ def _keys(db: VisDb, side: str) -> dict[int, list[GraphKey]]:
     return {step: sorted(keys, key=lambda k: k.rank) for step, keys in sorted(by_step.items())}
 
 
+def _ranks(db: VisDb, rank: int) -> list[int]:
+    """msprobe's ``rank`` for the next dump: the rank, in a multi-rank run; [] (every rank)
+    for a single-rank one, since msprobe's dumper dumps nothing in a run without
+    torch.distributed when ``rank`` lists any rank."""
+    held = {stats.rank for stats in db.graphs() if stats.side == TARGET_SIDE}
+    return [rank] if len(held) > 1 else []
+
+
 def _rank_out(state: RankState) -> RankOut:
     return RankOut(
         state.rank,
@@ -124,11 +132,11 @@ def overflow(db: VisDb) -> Diagnosis | None:
             else ""
         )
         if origin.kind == WEIGHT:
-            config = next_config.previous_backward(step, [first.rank])
+            config = next_config.previous_backward(step, _ranks(db, first.rank))
         elif origin.kind == INPUT:
-            config = next_config.module_statistics(origin.module, step, [first.rank])
+            config = next_config.module_statistics(origin.module, step, _ranks(db, first.rank))
         else:
-            config = next_config.op_tensors(origin.node, step, [first.rank])
+            config = next_config.op_tensors(origin.node, step, _ranks(db, first.rank))
         notes = []
         if origin.kind == WEIGHT and step == 0:
             notes.append("step 0 is the first step: the weights may have been loaded bad")
@@ -193,9 +201,9 @@ def _runs(db: VisDb, mode: str) -> Diagnosis | None:
         evidence=difference.evidence,
         advice=ADVICE[difference.kind],
         next_config=(
-            next_config.op_tensors(difference.node, key.step, [key.rank])
+            next_config.op_tensors(difference.node, key.step, _ranks(db, key.rank))
             if difference.kind == NONDETERMINISTIC
-            else next_config.module_statistics(difference.module, key.step, [key.rank])
+            else next_config.module_statistics(difference.module, key.step, _ranks(db, key.rank))
         ),
         notes=[f"also differing on rank {k.rank}: {d.node}" for k, d in differences[1:]],
     )
@@ -220,9 +228,9 @@ def _first_error(db: VisDb) -> Diagnosis | None:
                 module=found.parent,
                 evidence=[evidence_of(p) for p in params if p.is_tensor][:8],
                 advice=ADVICE[FIRST_ERROR],
-                next_config=next_config.op_tensors(found.name, key.step, [key.rank])
+                next_config=next_config.op_tensors(found.name, key.step, _ranks(db, key.rank))
                 if api
-                else next_config.module_statistics(found.name, key.step, [key.rank]),
+                else next_config.module_statistics(found.name, key.step, _ranks(db, key.rank)),
             )
     return None
 

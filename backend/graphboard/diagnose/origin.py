@@ -126,10 +126,12 @@ def find_origin(ops: Sequence[Op]) -> Origin | None:
             for param, held in bad_in
             if any(_same_tensor(param, weight) for weight in op.weights)
         ] + bad_weights
+        placing = op_family(op.name) in PLACING_OPS
         unexplained_in = [
             (param, held)
             for param, held in bad_in
-            if (NAN in held or not held <= made) and all(param is not w for w, _ in weights)
+            if (NAN in held or not (held <= made or placing))
+            and all(param is not w for w, _ in weights)
         ]
         if weights or unexplained_in:
             kind = WEIGHT if weights else INPUT
@@ -143,15 +145,20 @@ def find_origin(ops: Sequence[Op]) -> Origin | None:
                 op.module,
                 by_design[:BY_DESIGN_SHOWN],
             )
-        given = {held for param in inputs for held in _carried(param)} | made
-        placing = op_family(op.name) in PLACING_OPS
+        # only this op's own arguments explain its output: an infinity made on purpose
+        # earlier explains an output only through an argument that holds it
+        given = {held for param in inputs for held in _carried(param)}
         unexplained_out = [
             (param, held)
             for param, held in bad_out
             if NAN in held or not (held <= given or placing)
         ]
         if unexplained_out:
-            clean_inputs = [evidence_of(p, "finite") for p in inputs if p.is_tensor]
+            clean_inputs = [
+                evidence_of(p, "made on purpose earlier" if kinds(p) else "finite")
+                for p in inputs
+                if p.is_tensor
+            ]
             return Origin(
                 op.name,
                 op.position,
@@ -162,8 +169,11 @@ def find_origin(ops: Sequence[Op]) -> Origin | None:
             )
         for _param, held in bad_out:
             made |= held
-        if bad_out and not bad_in:
+        if bad_out and (placing or not bad_in):
             by_design.append(op.name)
+        if placing:
+            for _param, held in bad_in:
+                made |= held
     return None
 
 
@@ -175,4 +185,5 @@ def _carried(param: Param) -> Kinds:
 def _weight_note(param: Param, op: Op) -> str:
     if param.role is Role.PARAMETERS:
         return f"parameter of {op.name}"
-    return f"the parameter of {op.module}" if op.module else "a module parameter"
+    held = next((w.key for w in op.weights if _same_tensor(param, w)), "a parameter")
+    return f"{held} of {op.module}"

@@ -1,0 +1,170 @@
+"""graphboard diagnose on real runs (graphboard's probe, msprobe's dumper, the shared fp16
+overflow fixture): the origin of inf/NaN and its class, the rank it was born on, the first
+non-deterministic op, the next dump's config.json accepted by msprobe's dumper."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Runs
+from graphboard.cli import graphboard_main
+from graphboard.diagnose.command import diagnosis_of
+from graphboard.diagnose.nonfinite import DTYPE_LIMITS
+from msprobe_runner import msprobe_python
+
+FIXTURES = Path(__file__).resolve().parents[2] / ".." / ".." / "shared" / "fixtures"
+OVERFLOW_FIXTURE = Path("/work/shared/fixtures/convnet-overflow")
+CASES = Path(__file__).with_name("diagnose_cases.py")
+
+
+def _fixture() -> Path:
+    for root in (FIXTURES, OVERFLOW_FIXTURE.parent):
+        if (root / "convnet-overflow").is_dir():
+            return root / "convnet-overflow"
+    pytest.skip("shared fixtures not found")
+
+
+def test_dtype_limits_are_the_dtypes_own() -> None:
+    torch = pytest.importorskip("torch")
+    expected = {
+        float(torch.finfo(d).max)
+        for d in (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+    }
+    assert expected == set(DTYPE_LIMITS)
+
+
+def test_msprobe_fp16_overflow_is_the_op_that_made_it() -> None:
+    """The shared fixture (msprobe's dumper): Tensor.__mul__ by 1e5 in float16 overflows;
+    `graphboard verdict` names no first overflow there."""
+    found = diagnosis_of([_fixture() / "target"])
+    assert (found.kind, found.node, found.node_class) == (
+        "overflow",
+        "Tensor.__mul__.0.forward",
+        "output",
+    )
+    assert found.evidence[0].key == "output.0" and "+inf" in found.evidence[0].kinds
+
+
+def test_msprobe_built_file_gives_the_same_answer() -> None:
+    reference = next((_fixture() / "reference").glob("*.vis.db"))
+    found = diagnosis_of([reference])
+    assert (found.node, found.node_class) == ("Tensor.__mul__.0.forward", "output")
+
+
+def test_layer_output_overflow(runs: Runs) -> None:
+    found = diagnosis_of([runs.single("overflow")])
+    assert found.node is not None and found.node.startswith("Tensor.__mul__.")
+    assert found.node_class == "output"
+    assert found.module is not None and "blocks.1.scale" in found.module
+    assert found.next_config is not None and found.next_config["tensor"]["list"] == [found.node]
+
+
+def test_weight_from_a_bad_previous_update(runs: Runs) -> None:
+    found = diagnosis_of([runs.single("weight")])
+    assert found.step == 1 and found.node_class == "weight"
+    assert found.module is not None and "blocks.1.mlp.fc1" in found.module
+    assert found.advice is not None and "previous step's backward" in found.advice
+    config = found.next_config
+    assert config is not None and config["step"] == [0]
+    assert config["statistics"]["data_mode"] == ["backward"]
+
+
+def test_input_made_outside_the_dump(runs: Runs) -> None:
+    found = diagnosis_of([runs.single("input")])
+    assert found.node_class == "input" and found.evidence[0].key.startswith("input.")
+    assert found.node is not None and found.node.startswith("Functional.layer_norm.0.")
+
+
+def test_masks_made_on_purpose_are_no_origin(runs: Runs) -> None:
+    found = diagnosis_of([runs.single("clean")])
+    assert not found.found and found.kind == "none"
+
+
+def test_clean_run_exits_0_and_an_origin_exits_1(
+    runs: Runs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert graphboard_main(["diagnose", str(runs.single("clean"))]) == 0
+    assert "no origin found" in capsys.readouterr().out
+    assert graphboard_main(["diagnose", "--json", str(runs.single("overflow"))]) == 1
+    assert json.loads(capsys.readouterr().out)["node_class"] == "output"
+    assert graphboard_main(["diagnose", "/nonexistent/dump"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("task", ["statistics", "md5"])
+def test_non_deterministic_op(runs: Runs, task: str) -> None:
+    plain, perturbed = runs.single("nondet", task), runs.single("nondet", task, perturb=True)
+    found = diagnosis_of([plain, perturbed])
+    assert (found.kind, found.node, found.node_class) == (
+        "nondeterminism",
+        "Functional.gelu.0.forward",
+        "nondeterministic",
+    )
+    assert found.evidence and all(item.key.startswith("output.") for item in found.evidence)
+
+
+@pytest.mark.parametrize("task", ["statistics", "md5"])
+def test_uncaptured_op_feeding_the_first_difference(runs: Runs, task: str) -> None:
+    plain = runs.single("uncaptured", task)
+    found = diagnosis_of([plain, runs.single("uncaptured", task, perturb=True)])
+    assert found.node_class == "uncaptured_input"
+    assert found.node is not None and found.node.startswith("Functional.layer_norm.0.")
+    assert not diagnosis_of([plain, plain]).found  # one run against itself: identical
+
+
+@pytest.mark.parametrize(("world", "parallel", "bad"), [(4, "dp", 2), (2, "tp", 1)])
+def test_rank_where_nan_was_born(runs: Runs, world: int, parallel: str, bad: int) -> None:
+    found = diagnosis_of([runs.ranks(world, parallel, bad)])
+    assert (found.rank, found.node, found.node_class) == (
+        bad,
+        "Functional.gelu.0.forward",
+        "output",
+    )
+    states = {rank.rank: rank.state for rank in found.ranks}
+    assert states == {rank: "born" if rank == bad else "receiver" for rank in range(world)}
+    receiver = next(rank for rank in found.ranks if rank.state == "receiver")
+    assert receiver.collective is not None and receiver.collective.startswith(
+        "Distributed.all_reduce"
+    )
+    assert any(peer["rank"] == bad and peer["inputs_bad"] for peer in receiver.peers)
+    assert found.next_config is not None and found.next_config["rank"] == [bad]
+
+
+def test_next_config_is_accepted_by_msprobe(runs: Runs, tmp_path: Path) -> None:
+    """The written config.json, given to msprobe's PrecisionDebugger: it dumps the op's
+    tensors (a config msprobe misread would dump nothing or everything)."""
+    config = tmp_path / "config.json"
+    assert (
+        graphboard_main(["diagnose", str(runs.single("overflow")), "--next-config", str(config)])
+        == 1
+    )
+    written = json.loads(config.read_text())
+    node = written["tensor"]["list"][0]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    subprocess.run(
+        [
+            msprobe_python(),
+            str(CASES),
+            "overflow",
+            "unused",
+            "--dumper",
+            "msprobe",
+            "--config",
+            str(config),
+        ],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    dumped = list((tmp_path / "next_dump").rglob("dump.json"))
+    assert len(dumped) == 1
+    records = json.loads(dumped[0].read_text())["data"]
+    assert list(records) == [node]
+    assert list(dumped[0].parent.glob(f"dump_tensor_data/{node}.output.0.pt"))
