@@ -168,3 +168,33 @@ def test_next_config_is_accepted_by_msprobe(runs: Runs, tmp_path: Path) -> None:
     records = json.loads(dumped[0].read_text())["data"]
     assert list(records) == [node]
     assert list(dumped[0].parent.glob(f"dump_tensor_data/{node}.output.0.pt"))
+
+
+def test_read_api_and_download(runs: Runs, tmp_path: Path) -> None:
+    """GET /api/graphs/{graph}/diagnosis gives the CLI's answer with the viewer URL on the
+    node; /diagnosis/config.json downloads the next dump's config; a job's verdict carries
+    the answer's summary."""
+    from fastapi.testclient import TestClient
+
+    from graphboard.build import BuildOptions, run_build
+    from graphboard.server.app import create_app
+    from graphboard.server.settings import Settings
+
+    dump = runs.ranks(2, "tp", 1)
+    built = run_build(BuildOptions(target=dump, output_dir=tmp_path, overflow_check=True)).path
+    graph = built.name.removesuffix(".vis.db")
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as client:
+        response = client.get(f"/api/graphs/{graph}/diagnosis")
+        assert response.status_code == 200, response.text
+        shown = response.json()
+        assert shown == {**diagnosis_of([built]).as_json(), "url": shown["url"]}
+        assert shown["url"] == f"/?graph={graph}&step=0&rank=1&node=Functional.gelu.0.forward"
+        download = client.get(f"/api/graphs/{graph}/diagnosis/config.json")
+        assert download.status_code == 200
+        assert "attachment" in download.headers["content-disposition"]
+        assert download.json() == shown["next_config"]
+        assert client.get(f"/api/graphs/{graph}/diagnosis", params={"mode": "x"}).status_code == 422
+    from graphboard.verdict_cli import file_verdict
+
+    found = file_verdict(built).diagnosis
+    assert found is not None and (found.rank, found.node) == (1, "Functional.gelu.0.forward")

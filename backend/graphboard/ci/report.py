@@ -80,5 +80,8 @@ def findings_lines(verdict: dict[str, Any], server: str) -> list[str]:
         lines.append(line)
     else:
         lines.append("  first error: none")
+    found = verdict.get("diagnosis")
+    if found and found.get("found"):
+        lines.append(f"  diagnosis {found['summary']}")
     lines.append(f"  open      {server.rstrip('/')}{verdict['url']}")
     return lines

@@ -236,17 +236,25 @@ def _first_error(db: VisDb) -> Diagnosis | None:
 
 
 def diagnose(db: VisDb, mode: str = "auto") -> Diagnosis:
-    """The answer for the file (``mode`` picks one kind of question instead of all in turn)."""
+    """The answer for the file (``mode`` picks one kind of question instead of all in turn).
+
+    In turn: an overflow; then, for a compare, the first error, and when no node is an error
+    and both runs have the same dtypes everywhere, the first op that is not bit-identical (two
+    runs of one configuration differ by a few ulps, under any error threshold). An md5
+    compare is read for non-determinism first: its verdicts only say equal or not."""
     if mode in ("auto", OVERFLOW):
         found = overflow(db)
         if found is not None or mode == OVERFLOW:
             return found or Diagnosis(OVERFLOW, False, "no origin found: no inf/NaN in the run")
-    if mode in ("auto", NONDETERMINISM):
+    if mode == NONDETERMINISM or (mode == "auto" and db.config().data_mode == "md5"):
         found = _runs(db, mode)
         if found is not None or mode == NONDETERMINISM:
             return found or Diagnosis(NONDETERMINISM, False, "not a compare of two runs")
     if mode in ("auto", FIRST_ERROR):
         found = _first_error(db)
-        if found is not None:
-            return found
+        if found is not None or mode == FIRST_ERROR:
+            return found or Diagnosis(FIRST_ERROR, False, "no origin found: no node is an error")
+    found = _runs(db, mode)
+    if found is not None:
+        return found
     return Diagnosis(NONE, False, "no origin found: no inf/NaN, and no op introduces an error")

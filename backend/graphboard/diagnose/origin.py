@@ -14,8 +14,8 @@ non-finite value that nothing before it made deliberately is the origin, classed
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from graphboard.diagnose.nonfinite import (
     NAN,
@@ -34,14 +34,30 @@ WEIGHT, INPUT, OUTPUT = "weight", "input", "output"
 
 @dataclass(slots=True)
 class Op:
-    """One op's record: its name, its parameters, and its module's parameters (weights)."""
+    """One op's record: its name, its parameters, and (read only when asked: most ops are
+    never looked at twice) its module and that module's parameters (weights)."""
 
     name: str
     params: list[Param]
-    weights: list[Param] = field(default_factory=list)
-    module: str | None = None  # the module the weights belong to
     position: int = 0  # in execution order, among the ops read
     order: int = -1  # node_order in the .vis.db
+    resolve: Callable[[], tuple[str | None, list[Param]]] | None = None
+    _module: tuple[str | None, list[Param]] | None = None
+
+    def _held(self) -> tuple[str | None, list[Param]]:
+        if self._module is None:
+            self._module = self.resolve() if self.resolve is not None else (None, [])
+        return self._module
+
+    @property
+    def module(self) -> str | None:
+        """The nearest module above the op that has a record."""
+        return self._held()[0]
+
+    @property
+    def weights(self) -> list[Param]:
+        """That module's parameters: what the op may have been handed as weights."""
+        return self._held()[1]
 
 
 @dataclass(slots=True)

@@ -3,6 +3,8 @@ first, in execution order, each with its module's parameters."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from graphboard.diagnose.origin import Op
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import ROOT_NAME, NodeType, node_type_of
@@ -29,8 +31,15 @@ def graph_ops(db: VisDb, key: GraphKey) -> list[Op]:
         held = params.get(order)
         if not held or order in has_children:
             continue
-        module, weights = _module_weights(order, parent, names, params)
-        ops.append(Op(str(names[order]), held, weights, module, len(ops), order))
+        ops.append(
+            Op(
+                str(names[order]),
+                held,
+                len(ops),
+                order,
+                partial(_module_weights, order, parent, names, params),
+            )
+        )
     return ops
 
 

@@ -1,0 +1,179 @@
+"""graphboard diagnose: right / wrong per real case, beside what msprobe's overflow levels let
+a user read off (the first node msprobe's -oc marks "critical", the level that means "inputs
+normal, output inf/nan: look here first"; graphboard's overflow.py keeps msprobe's rule), and
+the time of ``diagnose`` on a 27k-record compare.
+
+    python bench/bench_diagnose.py --work /tmp/diag-bench            # cases + timing
+    python bench/bench_diagnose.py --work /tmp/diag-bench --no-cases # timing only
+
+Cases are made with graphboard's probe (tests/diagnose/diagnose_cases.py) plus the shared
+msprobe fp16 fixture; the 27k compare with bench/make_synthetic_dump.py (256 layers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "diagnose"))
+
+from graphboard.build import BuildOptions, run_build  # noqa: E402
+from graphboard.diagnose.answer import Diagnosis  # noqa: E402
+from graphboard.diagnose.command import diagnosis_of, file_diagnosis  # noqa: E402
+from graphboard.graph.model import TARGET_SIDE  # noqa: E402
+from graphboard.store.graph_views import GraphKey  # noqa: E402
+from graphboard.store.reader import open_vis_db  # noqa: E402
+
+FIXTURE = Path("/work/shared/fixtures/convnet-overflow/target")
+Check = Callable[[Diagnosis], bool]
+
+
+def _first_critical(paths: list[Path], scratch: Path) -> str:
+    """The first node in node order that the overflow check marks critical, per rank."""
+    if len(paths) != 1:
+        return "-"
+    out = scratch / "oc"
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.vis.db"):
+        old.unlink()
+    built = run_build(BuildOptions(target=paths[0], output_dir=out, overflow_check=True)).path
+    shown = []
+    with open_vis_db(built, scratch) as db:
+        for stats in db.graphs():
+            if stats.side != TARGET_SIDE:
+                continue
+            key = GraphKey(stats.side, stats.step, stats.rank)
+            page = db.filter(key, overflows=["critical"], limit=1)
+            first = page.items[0].name if page.items else "none"
+            shown.append(f"r{stats.rank}:{first}")
+    return " ".join(shown)
+
+
+def cases(work: Path) -> list[tuple[str, list[Path], Check]]:
+    import diagnose_cases as make
+
+    def single(case: str, task: str = "statistics", perturb: bool = False) -> Path:
+        out = work / f"{case}-{task}-{perturb}"
+        if not out.is_dir():
+            make.make(case, out, "probe", task, perturb)
+        return out
+
+    def ranks(world: int, parallel: str, bad: int) -> Path:
+        out = work / f"ranks-{parallel}{world}-{bad}"
+        if not out.is_dir():
+            make.make_ranks(out, world, parallel, bad)
+        return out
+
+    def born(rank: int, world: int) -> Check:
+        return lambda d: (
+            d.rank == rank
+            and d.node == "Functional.gelu.0.forward"
+            and [r.state for r in d.ranks]
+            == ["born" if r == rank else "receiver" for r in range(world)]
+        )
+
+    found: list[tuple[str, list[Path], Check]] = [
+        (
+            "msprobe fp16 fixture: Tensor.__mul__ output",
+            [FIXTURE],
+            lambda d: (d.node, d.node_class) == ("Tensor.__mul__.0.forward", "output"),
+        ),
+        (
+            "fp16 overflow in block 1's Scale: output",
+            [single("overflow")],
+            lambda d: d.node_class == "output" and "blocks.1.scale" in (d.module or ""),
+        ),
+        (
+            "weight inf from the previous update: weight",
+            [single("weight")],
+            lambda d: d.node_class == "weight" and "blocks.1.mlp.fc1" in (d.module or ""),
+        ),
+        (
+            "input inf from outside the dump: input",
+            [single("input")],
+            lambda d: d.node_class == "input",
+        ),
+        ("masked attention, clean: no origin", [single("clean")], lambda d: not d.found),
+    ]
+    for task in ("statistics", "md5"):
+        found.append(
+            (
+                f"non-deterministic gelu ({task})",
+                [single("nondet", task), single("nondet", task, True)],
+                lambda d: (
+                    (d.node, d.node_class) == ("Functional.gelu.0.forward", "nondeterministic")
+                ),
+            )
+        )
+        found.append(
+            (
+                f"uncaptured input ({task})",
+                [single("uncaptured", task), single("uncaptured", task, True)],
+                lambda d: d.node_class == "uncaptured_input",
+            )
+        )
+    for world, parallel, bad in ((4, "dp", 2), (4, "dp", 0), (2, "tp", 1)):
+        found.append(
+            (
+                f"NaN on rank {bad} of {world} ({parallel})",
+                [ranks(world, parallel, bad)],
+                born(bad, world),
+            )
+        )
+    return found
+
+
+def timing(work: Path) -> float:
+    golden, target = work / "syn" / "golden", work / "syn" / "target"
+    script = ROOT / "bench" / "make_synthetic_dump.py"
+    for out, variant in ((golden, "golden"), (target, "target")):
+        if not out.is_dir():
+            extra = ["--variant", "target"] if variant == "target" else []
+            subprocess.run(
+                [sys.executable, str(script), "--layers", "256", "--out", str(out), *extra],
+                check=True,
+            )
+    built_dir = work / "syn" / "built"
+    built = sorted(built_dir.glob("*.vis.db")) if built_dir.is_dir() else []
+    path = (
+        built[0]
+        if built
+        else run_build(BuildOptions(target=target, golden=golden, output_dir=built_dir)).path
+    )
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        file_diagnosis(path)
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--no-cases", action="store_true")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    if not args.no_cases:
+        right = 0
+        rows = cases(args.work)
+        for name, paths, check in rows:
+            found = diagnosis_of(paths)
+            ok = check(found)
+            right += ok
+            print(f"{'right' if ok else 'WRONG'}  {name}")
+            print(f"       graphboard: {found.summary}")
+            print(
+                f"       msprobe -oc first critical: {_first_critical(paths, args.work / 'scratch')}"
+            )
+        print(f"{right}/{len(rows)} right ({100 * right / len(rows):.0f}%)")
+    print(f"diagnose on a 27k-record compare: {timing(args.work):.2f} s (best of 3)")
+
+
+if __name__ == "__main__":
+    main()
