@@ -1,7 +1,7 @@
 """graphboard diagnose: right / wrong per real case, beside what msprobe's overflow levels let
-a user read off (the first node msprobe's -oc marks "critical", the level that means "inputs
-normal, output inf/nan: look here first"; graphboard's overflow.py keeps msprobe's rule), and
-the time of ``diagnose`` on a 27k-record compare.
+a user read off (msprobe graph_visualize -oc run on the dump: the first node of its
+"critical" list, the level meaning "inputs normal, output inf/nan: look here first"), and the
+time of ``diagnose`` on a 27k-record compare.
 
     python bench/bench_diagnose.py --work /tmp/diag-bench            # cases + timing
     python bench/bench_diagnose.py --work /tmp/diag-bench --no-cases # timing only
@@ -13,6 +13,8 @@ msprobe fp16 fixture; the 27k compare with bench/make_synthetic_dump.py (256 lay
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import subprocess
 import sys
 import time
@@ -25,7 +27,6 @@ sys.path.insert(0, str(ROOT / "tests" / "diagnose"))
 from graphboard.build import BuildOptions, run_build  # noqa: E402
 from graphboard.diagnose.answer import Diagnosis  # noqa: E402
 from graphboard.diagnose.command import diagnosis_of, file_diagnosis  # noqa: E402
-from graphboard.graph.model import TARGET_SIDE  # noqa: E402
 from graphboard.store.graph_views import GraphKey  # noqa: E402
 from graphboard.store.reader import open_vis_db  # noqa: E402
 
@@ -34,19 +35,28 @@ Check = Callable[[Diagnosis], bool]
 
 
 def _first_critical(paths: list[Path], scratch: Path) -> str:
-    """The first node in node order that the overflow check marks critical, per rank."""
+    """What msprobe's own output lets a user read off: ``msprobe graph_visualize -oc`` on the
+    dump (GRAPHBOARD_MSPROBE_BIN), its file opened, and per rank the first node of the list
+    its "critical" filter shows (the level meaning "inputs normal, output inf/nan: look here
+    first"). Two runs: msprobe names no op (its compare shows the differences only)."""
     if len(paths) != 1:
-        return "-"
-    out = scratch / "oc"
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.vis.db"):
-        old.unlink()
-    built = run_build(BuildOptions(target=paths[0], output_dir=out, overflow_check=True)).path
+        return "- (names no op)"
+    msprobe = os.environ.get("GRAPHBOARD_MSPROBE_BIN")
+    if not msprobe:
+        return "? (set GRAPHBOARD_MSPROBE_BIN)"
+    step = next(p for p in sorted(paths[0].iterdir()) if p.name.startswith("step"))
+    out = scratch / "msprobe-oc"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    subprocess.run(
+        [msprobe, "graph_visualize", "-tp", str(step), "-oc", "-o", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    built = next(out.glob("*.vis.db"))
     shown = []
     with open_vis_db(built, scratch) as db:
         for stats in db.graphs():
-            if stats.side != TARGET_SIDE:
-                continue
             key = GraphKey(stats.side, stats.step, stats.rank)
             page = db.filter(key, overflows=["critical"], limit=1)
             first = page.items[0].name if page.items else "none"
@@ -169,7 +179,7 @@ def main() -> None:
             print(f"{'right' if ok else 'WRONG'}  {name}")
             print(f"       graphboard: {found.summary}")
             print(
-                f"       msprobe -oc first critical: {_first_critical(paths, args.work / 'scratch')}"
+                f"       msprobe graph_visualize -oc, first critical: {_first_critical(paths, args.work / 'scratch')}"
             )
         print(f"{right}/{len(rows)} right ({100 * right / len(rows):.0f}%)")
     print(f"diagnose on a 27k-record compare: {timing(args.work):.2f} s (best of 3)")

@@ -8,7 +8,7 @@ const answer = {
   summary: 'inf/NaN born at step 0 rank 1 in Functional.gelu.0.forward (output)',
   ranks: [
     { rank: 0, state: 'receiver', node: 'Distributed.all_reduce.0.forward', kind: 'output', collective: 'Distributed.all_reduce.0.forward' },
-    { rank: 1, state: 'born', node: 'Functional.gelu.0.forward', kind: 'output', collective: null },
+    { rank: 1, state: 'born', node: 'Functional.gelu.0.forward', kind: 'output', collective: 'Distributed.all_reduce.0.forward', collective_inputs_bad: true },
   ],
   evidence: [
     { key: 'output.0', kinds: ['nan'], max: 'nan', min: 'nan', dtype: 'torch.float32', note: null },
@@ -19,7 +19,7 @@ const answer = {
 test('the ranks table shows each rank state, node with its class, and collective', () => {
   assert.deepEqual(rankRows(answer), [
     ['0', 'receiver', 'Distributed.all_reduce.0.forward (output)', 'Distributed.all_reduce.0.forward'],
-    ['1', 'born', 'Functional.gelu.0.forward (output)', '–'],
+    ['1', 'born', 'Functional.gelu.0.forward (output)', 'Distributed.all_reduce.0.forward (inputs already bad)'],
   ]);
   assert.deepEqual(rankRows({}), []);
 });

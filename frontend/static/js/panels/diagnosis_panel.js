@@ -25,7 +25,7 @@ export function rankRows(answer) {
     String(rank.rank),
     rank.state,
     rank.node ? `${rank.node} (${rank.kind})` : '–',
-    rank.collective ?? '–',
+    rank.collective ? `${rank.collective}${rank.collective_inputs_bad ? ' (inputs already bad)' : ''}` : '–',
   ]);
 }
 
