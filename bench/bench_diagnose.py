@@ -13,6 +13,7 @@ msprobe fp16 fixture; the 27k compare with bench/make_synthetic_dump.py (256 lay
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import subprocess
@@ -73,10 +74,10 @@ def cases(work: Path) -> list[tuple[str, list[Path], Check]]:
             make.make(case, out, "probe", task, perturb)
         return out
 
-    def ranks(world: int, parallel: str, bad: int) -> Path:
-        out = work / f"ranks-{parallel}{world}-{bad}"
+    def ranks(world: int, parallel: str, bad: int, fill: float = math.nan) -> Path:
+        out = work / f"ranks-{parallel}{world}-{bad}-{fill}"
         if not out.is_dir():
-            make.make_ranks(out, world, parallel, bad)
+            make.make_ranks(out, world, parallel, bad, fill=fill)
         return out
 
     def born(rank: int, world: int) -> Check:
@@ -109,6 +110,7 @@ def cases(work: Path) -> list[tuple[str, list[Path], Check]]:
             lambda d: d.node_class == "input",
         ),
         ("masked attention, clean: no origin", [single("clean")], lambda d: not d.found),
+        ("transformers Llama, eager masks: no origin", [single("llama")], lambda d: not d.found),
     ]
     for task in ("statistics", "md5"):
         found.append(
@@ -127,11 +129,16 @@ def cases(work: Path) -> list[tuple[str, list[Path], Check]]:
                 lambda d: d.node_class == "uncaptured_input",
             )
         )
-    for world, parallel, bad in ((4, "dp", 2), (4, "dp", 0), (2, "tp", 1)):
+    for world, parallel, bad, fill in (
+        (4, "dp", 2, math.nan),
+        (4, "dp", 0, math.inf),
+        (2, "tp", 1, math.nan),
+        (2, "tp", 0, -math.inf),
+    ):
         found.append(
             (
-                f"NaN on rank {bad} of {world} ({parallel})",
-                [ranks(world, parallel, bad)],
+                f"{fill} on rank {bad} of {world} ({parallel})",
+                [ranks(world, parallel, bad, fill)],
                 born(bad, world),
             )
         )

@@ -10,8 +10,10 @@ with GELU), dumped by graphboard's probe or msprobe's dumper, with one fault mad
 - ``nondet``: ``F.gelu`` returns its result moved by one ulp (``torch.nextafter``): run it once
   with ``--perturb`` and once without for two runs of one configuration;
 - ``uncaptured``: with ``--perturb`` the input is moved by one ulp before the dump starts;
-- ``nan_rank``: one rank of a gloo run (``--world``, ``--rank``) has ``F.gelu`` put a NaN in its
-  output; ``--parallel dp`` all-reduces the gradients, ``--parallel tp`` splits the MLP's hidden
+- ``llama``: a transformers Llama built from a tiny config (random weights, eager attention,
+  whose masks hold the dtype's min) with a padded batch, clean;
+- ``nan_rank``: one rank of a gloo run (``make_ranks``) has ``F.gelu`` put a NaN (or ``fill``)
+  in one element of its output; ``--parallel dp`` all-reduces the gradients, ``--parallel tp`` splits the MLP's hidden
   units over the ranks (row-parallel: its output is all-reduced in the forward).
 
 Run as ``python diagnose_cases.py CASE OUT [--dumper probe|msprobe] [--task statistics|md5]``
@@ -32,7 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 DIM, HEADS, SEQ, BATCH, VOCAB = 16, 2, 6, 2, 11
-CASES = ("clean", "overflow", "weight", "input", "nondet", "uncaptured", "nan_rank")
+CASES = ("clean", "llama", "overflow", "weight", "input", "nondet", "uncaptured", "nan_rank")
 
 
 class Scale(nn.Module):
@@ -173,9 +175,12 @@ def make(
     parallel: str = "dp",
     bad_rank: int = -1,
     config: Path | None = None,
+    fill: float = math.nan,
 ) -> Path:
     """Dump one run of ``case`` under ``out`` (``out/stepN/rankM``); return ``out``."""
     torch.manual_seed(0)
+    if case == "llama":
+        return _llama(out, dumper, task, config)
     tp = (rank, world) if world > 1 and parallel == "tp" else None
     model = TinyLM(tp)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -189,7 +194,7 @@ def make(
 
         def gelu_with_nan(t: torch.Tensor, *a: Any, **k: Any) -> torch.Tensor:
             result = original_gelu(t, *a, **k)
-            result.view(-1)[3] = math.nan  # one element of one op's output on one rank
+            result.view(-1)[3] = fill  # one element of one op's output on one rank
             return result
 
         F.gelu = gelu_with_nan  # type: ignore[assignment]
@@ -225,8 +230,42 @@ def make(
     return out
 
 
+def _llama(out: Path, dumper: str, task: str, config: Path | None) -> Path:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    settings = LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    settings._attn_implementation = "eager"
+    model = LlamaForCausalLM(settings)
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 64, (2, 8), generator=generator)
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, :3] = 0  # left padding: the masked keys get the dtype's min
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Dumper(dumper, out, model, task, 0, config):
+        loss = model(input_ids=ids, attention_mask=mask, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return out
+
+
 def run_rank(
-    rank: int, world: int, init: str, out: str, parallel: str, bad_rank: int, task: str
+    rank: int,
+    world: int,
+    init: str,
+    out: str,
+    parallel: str,
+    bad_rank: int,
+    task: str,
+    fill: float = math.nan,
 ) -> None:
     import torch.distributed as dist
 
@@ -241,13 +280,19 @@ def run_rank(
             world=world,
             parallel=parallel,
             bad_rank=bad_rank,
+            fill=fill,
         )
     finally:
         dist.destroy_process_group()
 
 
 def make_ranks(
-    out: Path, world: int, parallel: str, bad_rank: int, task: str = "statistics"
+    out: Path,
+    world: int,
+    parallel: str,
+    bad_rank: int,
+    task: str = "statistics",
+    fill: float = math.nan,
 ) -> Path:
     """A ``world``-rank gloo run of the nan_rank case dumped with graphboard's probe."""
     import torch.multiprocessing as mp
@@ -256,7 +301,7 @@ def make_ranks(
     store = out.parent / f"{out.name}.store"
     mp.spawn(
         run_rank,
-        args=(world, f"file://{store}", str(out), parallel, bad_rank, task),
+        args=(world, f"file://{store}", str(out), parallel, bad_rank, task, fill),
         nprocs=world,
         join=True,
     )
