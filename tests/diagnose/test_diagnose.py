@@ -198,3 +198,21 @@ def test_read_api_and_download(runs: Runs, tmp_path: Path) -> None:
 
     found = file_verdict(built).diagnosis
     assert found is not None and (found.rank, found.node) == (1, "Functional.gelu.0.forward")
+
+
+def test_msprobe_dump_of_masked_attention_is_clean(tmp_path: Path) -> None:
+    """msprobe's dumper captures neither torch.full nor torch.triu: the causal mask (zeros and
+    -inf) first shows as an argument of the add, and the padding mask holds float32's min; an
+    msprobe mix dump of the clean run has no origin."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    out = tmp_path / "clean"
+    subprocess.run(
+        [msprobe_python(), str(CASES), "clean", str(out), "--dumper", "msprobe"],
+        cwd=tmp_path,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    found = diagnosis_of([out])
+    assert not found.found, found.summary

@@ -125,3 +125,22 @@ def test_a_receive_buffer_is_passed_over() -> None:
         tensor("output.0", Role.OUTPUT, 1, -1),
     )
     assert find_origin([receive]) is None
+
+
+def test_an_additive_mask_from_an_uncaptured_op_is_handed_on_purpose() -> None:
+    """Zeros and -inf (Max exactly 0): a causal mask made by ops msprobe does not capture."""
+    add = op(
+        "Tensor.__add__.0.forward",
+        tensor("input.0", Role.INPUT, 1, -1),
+        tensor("input.1", Role.INPUT, 0.0, -math.inf),
+        tensor("output.0", Role.OUTPUT, 1, -math.inf),
+    )
+    assert find_origin([add]) is None
+    shifted = op(
+        "Tensor.__add__.0.forward",
+        tensor("input.0", Role.INPUT, 1, -1),
+        tensor("input.1", Role.INPUT, 0.5, -math.inf),
+        tensor("output.0", Role.OUTPUT, 1, -math.inf),
+    )
+    found = find_origin([shifted])  # not zeros and -inf: an input from outside the dump
+    assert found is not None and found.kind == "input"

@@ -108,6 +108,17 @@ def carries(param: Param, kind: str) -> bool:
     return False
 
 
+def is_additive_mask(param: Param) -> bool:
+    """A tensor of zeros and -inf (Max exactly 0, Min -inf): an attention mask added to the
+    scores, handed to the op on purpose even when the op that made it was not captured (msprobe
+    captures neither ``torch.full`` nor ``torch.triu``). An activation whose largest element is
+    exactly zero and that holds -inf would be read as a mask too: the limit of the rule."""
+    if not param.is_tensor:
+        return False
+    high, low = _number(param.max), _number(param.min)
+    return high == 0.0 and low == -math.inf
+
+
 def op_family(name: str) -> str:
     """An API node's op (``Torch.masked_fill.0.forward`` -> ``masked_fill``); a module's
     class name (``Module.fc.Linear.forward.0`` -> ``Linear``)."""

@@ -23,6 +23,7 @@ from graphboard.diagnose.nonfinite import (
     PLACING_OPS,
     Kinds,
     carries,
+    is_additive_mask,
     kinds,
     op_family,
 )
@@ -146,7 +147,7 @@ def find_origin(ops: Sequence[Op]) -> Origin | None:
         unexplained_in = [
             (param, held)
             for param, held in bad_in
-            if (NAN in held or not (held <= made or placing))
+            if (NAN in held or not (held <= made or placing or is_additive_mask(param)))
             and all(param is not w for w, _ in weights)
         ]
         if weights or unexplained_in:
@@ -187,8 +188,8 @@ def find_origin(ops: Sequence[Op]) -> Origin | None:
             made |= held
         if bad_out and (placing or not bad_in):
             by_design.append(op.name)
-        if placing:
-            for _param, held in bad_in:
+        for param, held in bad_in:
+            if placing or is_additive_mask(param):
                 made |= held
     return None
 
