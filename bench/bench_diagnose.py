@@ -6,8 +6,8 @@ time of ``diagnose`` on a 27k-record compare.
     python bench/bench_diagnose.py --work /tmp/diag-bench            # cases + timing
     python bench/bench_diagnose.py --work /tmp/diag-bench --no-cases # timing only
 
-Cases are made with graphboard's probe (tests/diagnose/diagnose_cases.py) plus the shared
-msprobe fp16 fixture; the 27k compare with bench/make_synthetic_dump.py (256 layers).
+Cases are made with graphboard's probe and msprobe's dumper (tests/diagnose/diagnose_cases.py;
+msprobe's with the Python beside GRAPHBOARD_MSPROBE_BIN), plus the shared msprobe fp16 fixture; the 27k compare with bench/make_synthetic_dump.py (256 layers).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from graphboard.store.graph_views import GraphKey  # noqa: E402
 from graphboard.store.reader import open_vis_db  # noqa: E402
 
 FIXTURE = Path("/work/shared/fixtures/convnet-overflow/target")
+CASES = ROOT / "tests" / "diagnose" / "diagnose_cases.py"
 Check = Callable[[Diagnosis], bool]
 
 
@@ -65,6 +66,13 @@ def _first_critical(paths: list[Path], scratch: Path) -> str:
     return " ".join(shown)
 
 
+def _msprobe_python() -> Path | None:
+    """msprobe's Python, beside GRAPHBOARD_MSPROBE_BIN: its dumper runs there."""
+    msprobe = os.environ.get("GRAPHBOARD_MSPROBE_BIN")
+    python = Path(msprobe).with_name("python") if msprobe else None
+    return python if python is not None and python.is_file() else None
+
+
 def cases(work: Path) -> list[tuple[str, list[Path], Check]]:
     import diagnose_cases as make
 
@@ -94,41 +102,67 @@ def cases(work: Path) -> list[tuple[str, list[Path], Check]]:
             [FIXTURE],
             lambda d: (d.node, d.node_class) == ("Tensor.__mul__.0.forward", "output"),
         ),
-        (
-            "fp16 overflow in block 1's Scale: output",
-            [single("overflow")],
-            lambda d: d.node_class == "output" and "blocks.1.scale" in (d.module or ""),
-        ),
-        (
-            "weight inf from the previous update: weight",
-            [single("weight")],
-            lambda d: d.node_class == "weight" and "blocks.1.mlp.fc1" in (d.module or ""),
-        ),
-        (
-            "input inf from outside the dump: input",
-            [single("input")],
-            lambda d: d.node_class == "input",
-        ),
-        ("masked attention, clean: no origin", [single("clean")], lambda d: not d.found),
-        ("transformers Llama, eager masks: no origin", [single("llama")], lambda d: not d.found),
     ]
-    for task in ("statistics", "md5"):
-        found.append(
+    msprobe_python = _msprobe_python()
+    dumpers = ["probe", "msprobe"] if msprobe_python else ["probe"]
+    for dumper in dumpers:
+
+        def run(
+            case: str, task: str = "statistics", perturb: bool = False, dumper: str = dumper
+        ) -> Path:
+            if dumper == "probe":
+                return single(case, task, perturb)
+            out = work / f"msprobe-{case}-{task}-{perturb}"
+            if not out.is_dir():
+                command = [str(msprobe_python), str(CASES), case, str(out), "--dumper", "msprobe"]
+                command += ["--task", task] + (["--perturb"] if perturb else [])
+                subprocess.run(command, check=True, capture_output=True, cwd=work)
+            return out
+
+        found += [
             (
-                f"non-deterministic gelu ({task})",
-                [single("nondet", task), single("nondet", task, True)],
-                lambda d: (
-                    (d.node, d.node_class) == ("Functional.gelu.0.forward", "nondeterministic")
-                ),
-            )
-        )
-        found.append(
+                f"{dumper}: fp16 overflow in block 1's Scale: output",
+                [run("overflow")],
+                lambda d: d.node_class == "output" and "blocks.1.scale" in (d.module or ""),
+            ),
             (
-                f"uncaptured input ({task})",
-                [single("uncaptured", task), single("uncaptured", task, True)],
-                lambda d: d.node_class == "uncaptured_input",
+                f"{dumper}: weight inf from the previous update: weight",
+                [run("weight")],
+                lambda d: d.node_class == "weight" and "blocks.1.mlp.fc1" in (d.module or ""),
+            ),
+            (
+                f"{dumper}: input inf from outside the dump: input",
+                [run("input")],
+                lambda d: d.node_class == "input",
+            ),
+            (
+                f"{dumper}: masked attention, clean: no origin",
+                [run("clean")],
+                lambda d: not d.found,
+            ),
+            (
+                f"{dumper}: transformers Llama, eager masks: no origin",
+                [run("llama")],
+                lambda d: not d.found,
+            ),
+        ]
+        for task in ("statistics", "md5"):
+            found.append(
+                (
+                    f"{dumper}: non-deterministic gelu ({task})",
+                    [run("nondet", task), run("nondet", task, True)],
+                    lambda d: (
+                        (d.node, d.node_class) == ("Functional.gelu.0.forward", "nondeterministic")
+                    ),
+                )
             )
-        )
+            found.append(
+                (
+                    f"{dumper}: uncaptured input ({task})",
+                    [run("uncaptured", task), run("uncaptured", task, True)],
+                    lambda d: d.node_class == "uncaptured_input",
+                )
+            )
     for world, parallel, bad, fill in (
         (4, "dp", 2, math.nan),
         (4, "dp", 0, math.inf),
