@@ -81,7 +81,7 @@ def findings_lines(verdict: dict[str, Any], server: str) -> list[str]:
     else:
         lines.append("  first error: none")
     found = verdict.get("diagnosis")
-    if found and found.get("found"):
+    if found and found.get("found") and found.get("kind") != "first_error":  # not said twice
         lines.append(f"  diagnosis {found['summary']}")
     lines.append(f"  open      {server.rstrip('/')}{verdict['url']}")
     return lines
