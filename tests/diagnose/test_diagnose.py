@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Runs
+from diagnose.diagnose_runs import Runs, runs
 from graphboard.cli import graphboard_main
 from graphboard.diagnose.command import diagnosis_of
 from graphboard.diagnose.nonfinite import DTYPE_LIMITS
@@ -20,6 +20,8 @@ from msprobe_runner import msprobe_python
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / ".." / "shared" / "fixtures"
 OVERFLOW_FIXTURE = Path("/work/shared/fixtures/convnet-overflow")
 CASES = Path(__file__).with_name("diagnose_cases.py")
+
+__all__ = ["runs"]
 
 
 def _fixture() -> Path:

@@ -6,7 +6,6 @@ as GET /api/graphs/{graph}/diagnosis gives them."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,19 +13,17 @@ import pytest
 from browser_support import Viewer
 
 from ci_support import live_server
+from diagnose.diagnose_runs import Runs
 from graphboard.build import BuildOptions, run_build
 from graphboard.server.settings import Settings
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "diagnose"))
-
-import diagnose_cases
 
 NODE = "Functional.gelu.0.forward"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    dump = diagnose_cases.make_ranks(tmp_path_factory.mktemp("diagnosis-dump") / "tp2", 2, "tp", 1)
+    # the same run as tests/diagnose's, made once per test session
+    dump = Runs(tmp_path_factory.getbasetemp() / "diagnose-runs").ranks(2, "tp", 1)
     data = tmp_path_factory.mktemp("diagnosis-view")
     built = run_build(BuildOptions(target=dump, output_dir=data / "out", overflow_check=True))
     built.path.rename(data / "nan.vis.db")

@@ -1,15 +1,13 @@
-"""Real runs for the diagnose tests, made once per test session (tests/diagnose/diagnose_cases.py)."""
+"""Real runs for the diagnose tests, made once per test session (tests/diagnose/diagnose_cases.py);
+a test module imports ``runs`` (the fixture) and ``Runs``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import diagnose_cases
+from diagnose import diagnose_cases
 
 
 class Runs:
