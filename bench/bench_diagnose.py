@@ -31,7 +31,8 @@ from graphboard.diagnose.command import diagnosis_of, file_diagnosis  # noqa: E4
 from graphboard.store.graph_views import GraphKey  # noqa: E402
 from graphboard.store.reader import open_vis_db  # noqa: E402
 
-FIXTURE = Path("/work/shared/fixtures/convnet-overflow/target")
+SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", ROOT.parent / "shared"))
+FIXTURE = SHARED / "fixtures" / "convnet-overflow" / "target"
 CASES = ROOT / "tests" / "diagnose" / "diagnose_cases.py"
 Check = Callable[[Diagnosis], bool]
 

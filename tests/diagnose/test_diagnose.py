@@ -12,23 +12,19 @@ from pathlib import Path
 import pytest
 
 from diagnose.diagnose_runs import Runs, runs
+from fixture_cases import fixture_path
 from graphboard.cli import graphboard_main
 from graphboard.diagnose.command import diagnosis_of
 from graphboard.diagnose.nonfinite import DTYPE_LIMITS
 from msprobe_runner import msprobe_python
 
-FIXTURES = Path(__file__).resolve().parents[2] / ".." / ".." / "shared" / "fixtures"
-OVERFLOW_FIXTURE = Path("/work/shared/fixtures/convnet-overflow")
 CASES = Path(__file__).with_name("diagnose_cases.py")
 
 __all__ = ["runs"]
 
 
 def _fixture() -> Path:
-    for root in (FIXTURES, OVERFLOW_FIXTURE.parent):
-        if (root / "convnet-overflow").is_dir():
-            return root / "convnet-overflow"
-    pytest.skip("shared fixtures not found")
+    return fixture_path("convnet-overflow")
 
 
 def test_dtype_limits_are_the_dtypes_own() -> None:
