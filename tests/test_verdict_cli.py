@@ -126,6 +126,16 @@ def test_graphboards_own_file_and_the_json_of_the_api(tmp_path: Path) -> None:
             },
         },
         "url": f"/?graph={graph}&step=0&rank=0&node=Torch.sum.0.forward",
+        "diagnosis": {
+            "kind": "first_error",
+            "found": True,
+            "summary": "step 0 rank 0: the first error starts at Torch.sum.0.forward",
+            "step": 0,
+            "rank": 0,
+            "node": "Torch.sum.0.forward",
+            "node_class": "error",
+            "advice": shown["diagnosis"]["advice"],
+        },
     }
 
 

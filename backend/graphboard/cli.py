@@ -353,6 +353,7 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--port", type=int, help="port (default 8000)")
     demo.set_defaults(run=_run_demo)
     from graphboard.ci.check import add_parser as add_ci_check
+    from graphboard.diagnose.command import add_parser as add_diagnose
     from graphboard.server.commands import add_parsers as add_service_commands
     from graphboard.suggest.command import add_parser as add_suggest
     from graphboard.table.command import add_parser as add_table
@@ -360,6 +361,7 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
 
     add_ci_check(commands)  # ci-check: upload, build on a server, exit code from the verdict
     add_verdict(commands)  # verdict: the same verdict from a .vis.db, no server
+    add_diagnose(commands)  # diagnose: where inf/NaN was born, non-determinism, next dump
     add_table(commands)  # table: msprobe compare's result table as CSV / XLSX
     add_suggest(commands)  # suggest-matches: proposals for grey nodes (assisted matching)
     add_service_commands(commands)  # token create/list/revoke, worker

@@ -83,5 +83,8 @@ def findings_lines(verdict: dict[str, Any], server: str, view: str | None = None
         lines.append(line)
     else:
         lines.append("  first error: none")
+    found = verdict.get("diagnosis")
+    if found and found.get("found") and found.get("kind") != "first_error":  # not said twice
+        lines.append(f"  diagnosis {found['summary']}")
     lines.append(f"  {view}" if view else f"  open      {server.rstrip('/')}{verdict['url']}")
     return lines

@@ -109,6 +109,8 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
       request('GET', graphUrl(graph, 'node'), { ...options, params: { ...keyParams(key), name } }),
     path: (graph, key, name, options = {}) =>
       request('GET', graphUrl(graph, 'path'), { ...options, params: ruled({ ...keyParams(key), name }) }),
+    // graphboard diagnose's answer: where inf/NaN was born, the first non-deterministic op
+    diagnosis: (graph, options = {}) => request('GET', graphUrl(graph, 'diagnosis'), options),
     firstError: (graph, key, options = {}) =>
       request('GET', graphUrl(graph, 'first-error'), { ...options, params: ruled(keyParams(key)) }),
     worst: (graph, key, name, options = {}) =>

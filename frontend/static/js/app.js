@@ -7,6 +7,7 @@ import { levelColors, overflowColors } from './colors.js';
 import { applyTranslations, pickLanguage, translate } from './i18n.js';
 import { ContextMenu } from './panels/context_menu.js';
 import { DetailPanel } from './panels/detail_panel.js';
+import { DiagnosisPanel } from './panels/diagnosis_panel.js';
 import { FilePanel } from './panels/file_panel.js';
 import { FilterPanel } from './panels/filter_panel.js';
 import { HelpOverlay } from './panels/help_overlay.js';
@@ -109,6 +110,12 @@ export class App {
     this.bindRules();
     this.menu = new ContextMenu(doc.querySelector('#context-menu'), { t: this.t });
     this.help = new HelpOverlay(doc.querySelector('#help-overlay'), { t: this.t });
+    this.diagnosis = new DiagnosisPanel(doc.querySelector('#diagnosis-overlay'), {
+      api: this.api,
+      t: this.t,
+      context: () => this.context(),
+      open: (view) => this.openView(view),
+    });
     this.bindHeader();
     this.bindTabs();
     this.bindShortcuts();
@@ -396,6 +403,9 @@ export class App {
     doc.querySelector('#help-toggle').addEventListener('click', () => this.help.toggle());
     doc.querySelector('#first-error').addEventListener('click', () => this.goToFirstError());
     doc.querySelector('#drill-worst').addEventListener('click', () => this.drillToWorst());
+    doc.querySelector('#diagnose').addEventListener('click', () =>
+      this.diagnosis.show().catch((error) => this.showStatus(this.t('status.loadFailed', { message: error.message }))),
+    );
   }
 
   bindTabs() {

@@ -127,6 +127,19 @@ class FirstErrorOut(ApiModel):
     )
 
 
+class DiagnosisOut(ApiModel):
+    """Where inf/NaN was born, the first non-deterministic op, or the first error."""
+
+    kind: str = Field(description="overflow, nondeterminism, first_error or none")
+    found: bool
+    summary: str
+    step: int | None
+    rank: int | None
+    node: str | None
+    node_class: str | None = Field(description="weight, input, output, nondeterministic ...")
+    advice: str | None
+
+
 class VerdictOut(ApiModel):
     job_id: str | None = Field(description="the job's id; null for a file judged on its own")
     graph: str
@@ -138,6 +151,10 @@ class VerdictOut(ApiModel):
     overflow: OverflowOut = Field(description="nodes per overflow level, target side")
     first_error: FirstErrorOut | None
     url: str = Field(description="viewer URL (relative to the server) opening the first error")
+    diagnosis: DiagnosisOut | None = Field(
+        default=None,
+        description="graphboard diagnose's answer (GET /api/graphs/{graph}/diagnosis in full)",
+    )
 
 
 class RuledVerdictOut(VerdictOut):

@@ -10,6 +10,7 @@ import math
 from typing import Any, cast
 from urllib.parse import urlencode
 
+from graphboard.diagnose.answer import diagnose
 from graphboard.errors import StoreError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import present
@@ -124,6 +125,20 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
     return f"{db.path.name}: no target graph at {asked or 'any step'}; the file holds {shown}"
 
 
+def _diagnosis(db: VisDb) -> schemas.DiagnosisOut:
+    found = diagnose(db)
+    return schemas.DiagnosisOut(
+        kind=found.kind,
+        found=found.found,
+        summary=found.summary,
+        step=found.step,
+        rank=found.rank,
+        node=found.node,
+        node_class=found.node_class,
+        advice=found.advice,
+    )
+
+
 def verdict(
     db: VisDb,
     job_id: str | None,
@@ -189,6 +204,7 @@ def verdict(
         overflow=schemas.OverflowOut(**overflow),
         first_error=first_out,
         url=url,
+        diagnosis=_diagnosis(db) if not restricted else None,
     )
     if rules == "msprobe":
         return found

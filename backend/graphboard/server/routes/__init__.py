@@ -4,6 +4,7 @@ its router here (or passes it to ``create_app(routers=...)``)."""
 from fastapi import APIRouter
 
 from graphboard.server.routes import (
+    diagnosis,
     dumps,
     graphs,
     heatmap,
@@ -25,6 +26,7 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     suggestions.router,
     heatmap.router,
     table.router,
+    diagnosis.router,  # /{graph}/diagnosis: before graphs' catch-all
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
 # Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).
