@@ -51,7 +51,7 @@ def test_the_cli_prints_the_endpoints_verdict(
     assert code_of_cli == code
     ours = json.loads(capsys.readouterr().out)
     stem = path.name.removesuffix(".vis.db")
-    assert ours["job_id"] == "" and ours["graph"] == stem
+    assert ours["job_id"] is None and ours["graph"] == stem
     assert ours["url"] == api["url"].replace(
         f"graph={quote(api['graph'], safe='')}", f"graph={stem}"
     )
