@@ -1,0 +1,184 @@
+"""The three-way compare: a noise reference run turns "how much noise is normal" from a model
+into a measurement (docs/dtype-aware.md §7 derives the rule and its limits).
+
+The reference R is the golden configuration run in the target's precision and kernels (the
+GPU run again in bf16, say). Its nodes are matched to the golden's by the same matching as the
+target's, and to the target's by name. Per tensor parameter, ``d_R`` = difference(R, golden),
+measured exactly as the target's ``d_T`` = difference(target, golden) (the dtype-aware rules'
+own measure), is the noise actually observed; a node introduces an error only where ``d_T``
+exceeds what ``d_R``, the inputs' differences beyond their own noise, and the spread of one
+rounding explain (:func:`reference_band`). Where R lacks a node or a parameter, the modelled
+band judges it (compare/dtype_aware.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from graphboard.compare.dtype_aware import MARGIN, _difference, _value_of
+from graphboard.compare.engine import compare_pair
+from graphboard.compare.layer_mapping import LayerMapping
+from graphboard.compare.matching import MatchMode, match_graphs
+from graphboard.compare.result import DataMode, ParamRow
+from graphboard.dump.records import Param
+from graphboard.graph.model import Graph, Node, NodeType
+
+# Roundings a correct target may differ from the reference by beyond the noise R measures:
+# each run rounds a result once more at the end, independently (|d_T - d_R| <= 2u for one
+# rounding on each side). docs/dtype-aware.md §7.
+SPREAD_ROUNDINGS = 2.0
+
+MSG_REF_WITHIN = (
+    "pass: d {{d:.3g}} within the band {{band:.3g}} the reference's own d {noise:.3g} and its "
+    "inputs' excess explain"
+)
+MSG_REF_BEYOND = (
+    "error: d {{d:.3g}} beyond the band {{band:.3g}} the reference's own d {noise:.3g} and its "
+    "inputs' excess explain"
+)
+MSG_REF_WEIGHT = (
+    "error: a parameter differs by d {{d:.3g}}, beyond the {{band:.3g}} the reference's "
+    "d {noise:.3g} and one rounding explain"
+)
+MSG_REF_INPUT = "input: d {{d:.3g}}, the reference's {noise:.3g}"
+MSG_REF_ARGUMENT = "argument differs from the golden's ({!r} against {!r}) as the reference's does"
+
+
+def excess(difference: float, noise: float) -> float:
+    """How far a target tensor departs from the golden beyond what the reference's does: what
+    a node downstream must explain by propagation, the noise being explained by R itself."""
+    return difference - noise if difference > noise else 0.0
+
+
+def reference_band(noise: float, input_excess: float, roundoff: float) -> float:
+    """The largest output ``d_T`` a node's measured noise explains: ``MARGIN`` (the
+    condition-number allowance of the modelled band, docs/dtype-aware.md §3) times the
+    reference's own difference plus the inputs' differences beyond theirs, and one final
+    rounding on each side."""
+    return MARGIN * (noise + input_excess) + SPREAD_ROUNDINGS * roundoff
+
+
+def weight_band(noise: float, roundoff: float) -> float:
+    """A weight is made by nothing the dump shows: a correct one is the golden's rounded once,
+    as the reference's is, so it may differ by the reference's ``d`` and one rounding."""
+    return noise + roundoff
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceParam:
+    """One tensor parameter of the reference node: its statistics and its measured noise."""
+
+    param: Param
+    noise: float | None  # d_R against the golden; None when there is no number
+
+
+@dataclass(frozen=True, slots=True)
+class NodeNoise:
+    """What :func:`dtype_aware.judge_node` reads of a node's reference: per tensor parameter
+    key its measured ``d_R``, per non-tensor argument the reference's value."""
+
+    differences: dict[str, float]
+    arguments: dict[str, object] = field(default_factory=dict)
+
+    def same_argument(self, key: str, value: object) -> bool:
+        """The reference passed this argument the target's value: a difference from the
+        golden's that the configuration (precision, kernels) makes, not the target (a
+        dtype's own limit as a mask fill, an attention mask a kernel takes as None)."""
+        if key not in self.arguments:
+            return False
+        return _plain(self.arguments[key]) == _plain(value)
+
+
+def explains_argument(noise: NodeNoise, row: ParamRow) -> bool:
+    """An argument the target passes unlike the golden, and the reference like the target."""
+    return row.target is not None and noise.same_argument(row.target.key, _value_of(row.target))
+
+
+def argument_note(row: ParamRow) -> str:
+    """Why an argument that differs from the golden's passes: the reference differs alike."""
+    assert row.target is not None and row.golden is not None
+    return MSG_REF_ARGUMENT.format(_value_of(row.target), _value_of(row.golden))
+
+
+def _plain(value: object) -> object:
+    """A value as JSON gives it back (tuples as lists), so a stored reference compares as
+    the build's did."""
+    return json.loads(json.dumps(value, default=str))
+
+
+@dataclass(frozen=True, slots=True)
+class ReferenceNode:
+    golden: str  # the golden node the reference's was matched to
+    params: dict[str, ReferenceParam]  # tensor parameters, by key
+    arguments: dict[str, object] = field(default_factory=dict)  # non-tensor ones' values
+
+    def noise(self) -> NodeNoise:
+        differences = {
+            key: found.noise for key, found in self.params.items() if found.noise is not None
+        }
+        return NodeNoise(differences, self.arguments)
+
+
+@dataclass(slots=True)
+class NoiseReference:
+    """The reference's measured noise per node, by the node's name (the target's)."""
+
+    nodes: dict[str, ReferenceNode] = field(default_factory=dict)
+
+    def noise_of(self, name: str) -> NodeNoise | None:
+        found = self.nodes.get(name)
+        return found.noise() if found is not None else None
+
+
+def measure(
+    reference: Graph,
+    golden: Graph,
+    mode: DataMode,
+    match_mode: MatchMode = MatchMode.DEFAULT,
+    mapping: LayerMapping | None = None,
+) -> NoiseReference:
+    """Match ``reference`` to ``golden`` as the target is matched and measure each matched
+    tensor parameter's ``d_R``. The pairing is undone afterwards: the golden's ``counterpart``
+    is the target's, set by the target's matching after this."""
+    result = NoiseReference()
+    if mode in (DataMode.STRUCTURE, DataMode.MD5):
+        return result  # nothing to measure: md5 is not judged, structure not scored
+    match_graphs(reference, golden, match_mode, mapping)
+    try:
+        for node in reference.nodes.values():
+            other = node.counterpart
+            if other is None or node.type is NodeType.API_COLLECTION:
+                continue
+            found = _measure_node(node, other, mode, reference, golden)
+            if found is not None:
+                result.nodes[node.name] = found
+    finally:
+        _unpair(reference.nodes.values())
+        _unpair(golden.nodes.values())
+    return result
+
+
+def _measure_node(
+    node: Node, golden: Node, mode: DataMode, reference: Graph, golden_graph: Graph
+) -> ReferenceNode | None:
+    comparison = compare_pair(node, golden, mode, reference.tensor_dir, golden_graph.tensor_dir)
+    if comparison is None:
+        return None
+    params: dict[str, ReferenceParam] = {}
+    arguments: dict[str, object] = {}
+    for row in comparison.rows:
+        param, twin = row.target, row.golden
+        if param is None:
+            continue
+        if twin is None or not (param.is_tensor and twin.is_tensor):
+            arguments[param.key] = _value_of(param)
+            continue
+        params[param.key] = ReferenceParam(param, _difference(row, mode))
+    return ReferenceNode(golden.name, params, arguments)
+
+
+def _unpair(nodes: Iterable[Node]) -> None:
+    for node in nodes:
+        node.counterpart = None
