@@ -191,6 +191,8 @@ def judge_node(
         return None
     if reference is not None:
         from graphboard.compare import noise_reference as three_way  # only with -nr
+
+        departing = three_way.InputDeparture()
     if mode is DataMode.MD5:
         params = tuple(
             ParamVerdict(_key(row), row.is_output, Verdict.NOT_JUDGED, None, None, MSG_MD5)
@@ -238,7 +240,9 @@ def judge_node(
             outputs.append((row, difference, roundoff, noise))
         elif reference is not None and target.key in reference.differences:
             noise = reference.differences[target.key]
-            input_difference += three_way.excess(difference, noise)
+            departure = reference.departure(target, difference)
+            input_difference += departure
+            departing.add(target, departure)
             band = three_way.weight_band(noise, roundoff)
             if target.role is Role.PARAMETERS and difference > band:
                 why = three_way.MSG_REF_WEIGHT.format(noise=noise)
@@ -262,8 +266,10 @@ def judge_node(
             band = MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
             departure = difference
         else:  # measured noise (compare/noise_reference.py)
-            band = three_way.reference_band(noise, input_difference, roundoff)
-            departure = three_way.excess(difference, noise)
+            assert reference is not None and row.target is not None
+            propagated = departing.explained(row.target, input_difference)
+            band = three_way.reference_band(noise, propagated, roundoff)
+            departure = reference.departure(row.target, difference)
             within = three_way.MSG_REF_WITHIN.format(noise=noise)
             beyond = three_way.MSG_REF_BEYOND.format(noise=noise)
         if departure > largest_output:

@@ -14,10 +14,12 @@ band judges it (compare/dtype_aware.py).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from graphboard.compare.dtype_aware import MARGIN, _difference, _value_of
+from graphboard.compare.dtype_noise import statistics_difference
 from graphboard.compare.engine import compare_pair
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
@@ -66,6 +68,40 @@ def weight_band(noise: float, roundoff: float) -> float:
     return noise + roundoff
 
 
+def magnitude(param: Param) -> float | None:
+    """A tensor's largest magnitude from its Max and Min; None when they are not finite."""
+    high, low = param.max, param.min
+    if high.__class__ is float and low.__class__ is float and math.isfinite(high + low):
+        return max(high, -low)
+    return None
+
+
+@dataclass(slots=True)
+class InputDeparture:
+    """The inputs' departures from the reference's, summed as the band propagates them:
+    relative (``d`` of each, the modelled band's measure) and absolute (each ``d`` times its
+    tensor's magnitude). An output is at least as far off, relative to its own magnitude, as
+    the absolute sum over that magnitude: a slice of a gradient, smaller than the whole, holds
+    the whole's absolute error in a smaller scale."""
+
+    absolute: float = 0.0
+
+    def add(self, param: Param, departure: float) -> None:
+        found = magnitude(param)
+        if found is not None:
+            self.absolute += departure * found
+
+    def explained(self, output: Param, relative: float) -> float:
+        """The departure the inputs carry into ``output``, relative to its magnitude: the
+        larger of the relative sum (``relative``: every input's, and what a backward node
+        reads unseen) and the absolute one over the output's magnitude."""
+        scale = magnitude(output)
+        if not scale or self.absolute == 0.0:
+            return relative
+        carried = self.absolute / scale
+        return carried if carried > relative else relative
+
+
 @dataclass(frozen=True, slots=True)
 class ReferenceParam:
     """One tensor parameter of the reference node: its statistics and its measured noise."""
@@ -81,6 +117,23 @@ class NodeNoise:
 
     differences: dict[str, float]
     arguments: dict[str, object] = field(default_factory=dict)
+    params: dict[str, Param] = field(default_factory=dict)  # the reference's tensors
+
+    def departure(self, param: Param, difference: float) -> float:
+        """How far the target's tensor ``param`` (``d_T`` = ``difference``) departs from the
+        reference's: their own ``d`` from the two sides' statistics, a direct measure, and at
+        least ``d_T - d_R`` (by the triangle inequality, up to the scales, the same bound; it
+        stands alone where the reference's statistics are not numbers). This is what a node
+        downstream must explain by propagation: the rest is the noise R shows too. Where
+        ``d_T`` and ``d_R`` are set by different statistics (R's Max, the target's Mean, say)
+        their difference alone would understate it."""
+        found = excess(difference, self.differences.get(param.key, 0.0))
+        twin = self.params.get(param.key)
+        if twin is not None:
+            direct = statistics_difference(param, twin)
+            if direct is not None and direct > found:
+                found = direct
+        return found
 
     def same_argument(self, key: str, value: object) -> bool:
         """The reference passed this argument the target's value: a difference from the
@@ -118,7 +171,8 @@ class ReferenceNode:
         differences = {
             key: found.noise for key, found in self.params.items() if found.noise is not None
         }
-        return NodeNoise(differences, self.arguments)
+        params = {key: found.param for key, found in self.params.items()}
+        return NodeNoise(differences, self.arguments, params)
 
 
 @dataclass(slots=True)

@@ -20,6 +20,7 @@ from typing import Any
 
 from graphboard.compare.dtype_graph import GraphVerdicts
 from graphboard.compare.noise_reference import NodeNoise, ReferenceNode
+from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph
 from graphboard.store.statements import Statements
 
@@ -47,6 +48,22 @@ class StoredReferenceParam:
     norm: Any
     noise: float | None  # d_R
 
+    def param(self) -> Param:
+        """The reference's tensor as the rules read it (its statistics and shape)."""
+        shape = tuple(self.shape) if self.shape is not None else None
+        return Param(
+            self.key,
+            Role.INPUT,
+            "torch.Tensor",
+            self.dtype,
+            shape,
+            self.max,
+            self.min,
+            self.mean,
+            self.norm,
+            is_tensor=True,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class StoredReference:
@@ -56,7 +73,9 @@ class StoredReference:
 
     def noise(self) -> NodeNoise:
         differences = {key: p.noise for key, p in self.params.items() if p.noise is not None}
-        return NodeNoise(differences, self.arguments)
+        return NodeNoise(
+            differences, self.arguments, {k: p.param() for k, p in self.params.items()}
+        )
 
 
 def encode(node: ReferenceNode) -> str:
