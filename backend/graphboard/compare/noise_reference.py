@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from graphboard.compare.dtype_aware import MARGIN, _difference, _value_of
 from graphboard.compare.dtype_noise import statistics_difference
-from graphboard.compare.engine import compare_pair
+from graphboard.compare.engine import compare_pair, pair_params
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
 from graphboard.compare.result import DataMode, ParamRow
@@ -217,12 +217,16 @@ def measure(
 def _measure_node(
     node: Node, golden: Node, mode: DataMode, reference: Graph, golden_graph: Graph
 ) -> ReferenceNode | None:
-    comparison = compare_pair(node, golden, mode, reference.tensor_dir, golden_graph.tensor_dir)
-    if comparison is None:
+    if node.params is None:
         return None
+    if mode is DataMode.TENSOR:  # d_R from the tensors, as the target's d_T: their metrics
+        comparison = compare_pair(node, golden, mode, reference.tensor_dir, golden_graph.tensor_dir)
+        rows = comparison.rows if comparison is not None else []
+    else:  # statistics: d_R needs no metrics, msprobe's or other
+        rows = pair_params(node.params, golden.params or [])
     params: dict[str, ReferenceParam] = {}
     arguments: dict[str, object] = {}
-    for row in comparison.rows:
+    for row in rows:
         param, twin = row.target, row.golden
         if param is None:
             continue

@@ -3,8 +3,8 @@
 One row per target node the reference has (matched by name; the reference's own node was
 matched to the golden one named in the row): the reference's tensor parameters with their
 dtype, shape, Max, Min, Mean and Norm, and ``d_R``, their measured difference from the golden
-(compare/noise_reference.py). JSON keeps NaN and infinities as its non-standard tokens, which
-Python's json reads back.
+(compare/noise_reference.py), in gb_params' encoding (store/param_table.py): NaN and
+infinities kept.
 
 The table exists only in a compare built with -nr: other files (msprobe's, older ones) have
 none, and the reader treats them as holding no reference. msprobe's tables are untouched, so
@@ -13,7 +13,6 @@ tb_graph_ascend opens the file as ever.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from graphboard.compare.dtype_graph import GraphVerdicts
 from graphboard.compare.noise_reference import NodeNoise, ReferenceNode
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph
+from graphboard.store.param_table import dump_columns, has_non_finite, load_columns
 from graphboard.store.statements import Statements
 
 TABLE = "gb_reference"
@@ -29,8 +29,8 @@ DDL = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
     graph_id TEXT NOT NULL,  -- the target graph's, as tb_nodes.graph_id
     node_name TEXT NOT NULL, -- the target node (the reference's has the same name)
-    data TEXT NOT NULL,      -- JSON: {{"golden": name, "params": [[key, dtype, shape, max,
-                             -- min, mean, norm, d_R] ...], "arguments": {{key: value}}}}
+    data BLOB NOT NULL,      -- JSON [[golden node], [[key, dtype, shape, max, min, mean,
+                             -- norm, d_R] ...], [{{argument key: value}}]] (param_table)
     PRIMARY KEY (graph_id, node_name)
 ) WITHOUT ROWID
 """
@@ -78,7 +78,9 @@ class StoredReference:
         )
 
 
-def encode(node: ReferenceNode) -> str:
+def encode(node: ReferenceNode) -> bytes | str:
+    """A row's data in gb_params' encoding (param_table.dump_columns): orjson's BLOB, or
+    the json module's TEXT where a statistic is NaN or infinite."""
     params = [
         [
             key,
@@ -92,17 +94,16 @@ def encode(node: ReferenceNode) -> str:
         ]
         for key, found in node.params.items()
     ]
-    return json.dumps(
-        {"golden": node.golden, "params": params, "arguments": node.arguments}, default=str
-    )
+    statistics = [value for row in params for value in row[3:]]
+    return dump_columns([[node.golden], params, [node.arguments]], has_non_finite(statistics))
 
 
-def decode(data: str) -> StoredReference:
-    found = json.loads(data)
+def decode(data: bytes | str) -> StoredReference:
+    (golden,), params, (arguments,) = load_columns(data)
     return StoredReference(
-        str(found["golden"]),
-        {str(row[0]): StoredReferenceParam(*row) for row in found["params"]},
-        dict(found.get("arguments", {})),
+        str(golden),
+        {str(row[0]): StoredReferenceParam(*row) for row in params},
+        dict(arguments),
     )
 
 
