@@ -176,3 +176,48 @@ def test_a_parameter_the_reference_lacks_falls_back_to_the_modelled_band() -> No
     assert empty is not None and modelled is not None
     assert [param.band for param in empty.params] == [param.band for param in modelled.params]
     assert empty.verdict is modelled.verdict is Verdict.ERROR
+
+
+def test_a_shape_the_reference_differs_in_alike_is_judged_against_the_references() -> None:
+    """A kernel whose calls pair other tensors (sdpa against eager: the n-th multiply is
+    another one): the golden's tensor has another shape, the reference's the target's. The
+    target is judged against the reference's tensor; an overflow R does not share stays."""
+    golden = tensor("output.0", shape=(4, 4))
+    ours = tensor("output.0", BF16, (1.0, -1.0, 0.0, 10.0))
+    node_rows = rows((scaled("input.0", 1.0), tensor("input.0")), (ours, golden))
+    modelled = judge_node("Tensor.__mul__.3.forward", node_rows, DataMode.SUMMARY)
+    assert modelled is not None and modelled.verdict is Verdict.ERROR  # shapes differ
+    alike = noise(scaled("input.0", 1.0), tensor("output.0", BF16, (1.0, -1.0, 0.0, 10.0)))
+    found = judge_node("Tensor.__mul__.3.forward", node_rows, DataMode.SUMMARY, reference=alike)
+    assert found is not None and found.verdict is Verdict.PASS
+    # 2% off the reference's own tensor: beyond 2 * 0 + 2 * 2^-8 = 0.0078
+    off = noise(scaled("input.0", 1.0), tensor("output.0", BF16, (1.02, -1.02, 0.0, 10.2)))
+    found = judge_node("Tensor.__mul__.3.forward", node_rows, DataMode.SUMMARY, reference=off)
+    assert found is not None and found.verdict is Verdict.ERROR and found.introduced
+    inf = float("inf")
+    overflowing = tensor("output.0", BF16, (inf, -1.0, inf, inf))
+    overflow_rows = rows(
+        (scaled("input.0", 1.0), tensor("input.0")), (overflowing, tensor("output.0"))
+    )
+    finite = noise(scaled("input.0", 1.0), scaled("output.0", 1.0))
+    found = judge_node("Tensor.exp.0.forward", overflow_rows, DataMode.SUMMARY, reference=finite)
+    assert found is not None and found.verdict is Verdict.ERROR and found.introduced
+
+
+def test_a_target_narrower_than_the_reference_rounds_beyond_the_noise() -> None:
+    """The configuration keeps an op in fp32 (a softmax upcast) and the target runs it in
+    bf16: the reference (fp32 there) measures fp32 noise, and the target's bf16 rounding is
+    a departure: the spread is the reference's roundoff, 2 * 2^-24, not bf16's."""
+    golden_out = tensor("output.0")
+    reference = noise(scaled("input.0", 1.0), tensor("output.0", FP32, (1.0, -1.0, 0.0, 10.0)))
+    reference.differences["output.0"] = 0.0
+    bf16_out = tensor("output.0", BF16, (1.0, -1.0, 0.0, 10.02))  # d = 0.002, under 2u of bf16
+    found = judge_node(
+        "Functional.softmax.2.forward",
+        rows((scaled("input.0", 1.0), tensor("input.0")), (bf16_out, golden_out)),
+        DataMode.SUMMARY,
+        reference=reference,
+    )
+    assert found is not None and found.verdict is Verdict.ERROR and found.introduced
+    assert found.deciding is not None
+    assert found.deciding.band == pytest.approx(SPREAD_ROUNDINGS * 2.0**-24)

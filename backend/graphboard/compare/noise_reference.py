@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from graphboard.compare.dtype_aware import MARGIN, _difference, _value_of
-from graphboard.compare.dtype_noise import statistics_difference
+from graphboard.compare.dtype_noise import statistics_difference, unit_roundoff
 from graphboard.compare.engine import compare_pair, pair_params
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
@@ -118,6 +118,33 @@ class NodeNoise:
     differences: dict[str, float]
     arguments: dict[str, object] = field(default_factory=dict)
     params: dict[str, Param] = field(default_factory=dict)  # the reference's tensors
+
+    def noise(self, target: Param, golden: Param) -> float | None:
+        """The measured noise a target tensor is judged against: ``d_R``, or 0 where the
+        reference's own tensor stands in for the golden's (:meth:`stand_in`)."""
+        if golden is self.params.get(target.key):
+            return 0.0
+        return self.differences.get(target.key)
+
+    def stand_in(self, target: Param) -> Param | None:
+        """The reference's tensor, when it differs from the golden's structurally (dtype,
+        shape) just as the target's does: the configuration's difference (a kernel whose calls
+        pair other tensors, a dtype the precision gives), not the target's. The target is then
+        judged against the reference's tensor, the golden's being no measure of it."""
+        twin = self.params.get(target.key)
+        if twin is None or twin.dtype != target.dtype or twin.shape != target.shape:
+            return None
+        return twin
+
+    def spread_roundoff(self, target: Param, roundoff: float) -> float:
+        """The unit roundoff of the final rounding a correct target shares with the
+        reference: the reference's tensor's dtype (the configuration's precision); where the
+        target holds a narrower dtype than the reference's, its extra rounding is a departure,
+        not noise (an op the configuration keeps in fp32 run in bf16). ``roundoff`` (the
+        target's against the golden's) where the reference's dtype is unknown."""
+        twin = self.params.get(target.key)
+        found = unit_roundoff(twin.dtype) if twin is not None else None
+        return found if found is not None else roundoff
 
     def departure(self, param: Param, difference: float) -> float:
         """How far the target's tensor ``param`` (``d_T`` = ``difference``) departs from the
