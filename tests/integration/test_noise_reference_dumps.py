@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 
 from dtype_dumps import Dumps, dtype_dumps, scaled_layer
 from graphboard.build import BuildOptions, run_build
-from graphboard.cli import graphboard_main
+from graphboard.cli import graph_build_main, graphboard_main
 from graphboard.compare.result import Level
 from graphboard.errors import GraphboardError
 from graphboard.server.app import create_app
@@ -199,3 +199,41 @@ def test_a_reference_needs_a_golden_and_the_targets_layout(
     with pytest.raises(GraphboardError, match=r"noise reference .* folder"):
         _compare(llama["bf16"], llama["fp32"], llama["reference"] / "step0", tmp_path)
     assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
+def test_graph_build_and_graphboard_build_take_nr(
+    llama: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folders = ["-tp", str(llama["rope"]), "-gp", str(llama["fp32"])]
+    assert (
+        graph_build_main(
+            [*folders, "-nr", str(llama["reference"]), "-o", str(tmp_path / "a"), "-q"]
+        )
+        == 0
+    )
+    assert (
+        graphboard_main(
+            [
+                "build",
+                *folders,
+                "--noise_reference",
+                str(llama["reference"]),
+                "-o",
+                str(tmp_path / "b"),
+                "-q",
+            ]
+        )
+        == 0
+    )
+    for folder in ("a", "b"):
+        (built,) = (tmp_path / folder).glob("*.vis.db")
+        assert _errors(built) == (ROTARY, [])
+    capsys.readouterr()
+    assert (
+        graph_build_main(
+            ["-tp", str(llama["rope"]), "-nr", str(llama["reference"]), "-o", str(tmp_path / "c")]
+        )
+        == 1
+    )
+    assert capsys.readouterr().err.strip() == "graph_build: error: -nr needs a golden dump (-gp)"
+    assert not (tmp_path / "c").exists()
