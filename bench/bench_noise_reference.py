@@ -2,7 +2,7 @@
 without -nr and here with -nr, alternating in one run, and msprobe's graph_visualize beside.
 
 python bench/bench_noise_reference.py --base /path/to/base/backend   # 5 rounds of each
-python bench/bench_noise_reference.py --base DIR --record            # write bench/results/noise_reference.md
+python bench/bench_noise_reference.py --base DIR --record            # write bench/results/noise_reference_cost.md
 
 ``--base``: a ``backend`` folder of the commit to compare against (``git archive <commit>
 backend | tar -x -C DIR``, with the compiled accelerators copied beside its sources), so a
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness import DATA, GRAPH_BUILD, REPO, msprobe_binary, precompile, synthetic, timed
 
-RESULTS = Path(__file__).with_name("results") / "noise_reference.md"
+RESULTS = Path(__file__).with_name("results") / "noise_reference_cost.md"
 
 
 def main() -> None:
@@ -98,7 +98,9 @@ def _run(command: list[str], backend: str) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one ``command`` with PYTHONPATH at ``backend``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, env={**os.environ, "PYTHONPATH": backend})
+    subprocess.run(
+        command, check=True, env={**os.environ, "PYTHONPATH": backend}, stdout=subprocess.DEVNULL
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
