@@ -15,6 +15,7 @@ model in the target's precision without the fault").
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from ci_support import auth, new_token, wait_job
 from dtype_dumps import Dumps, dtype_dumps, scaled_layer
 from graphboard.build import BuildOptions, run_build
 from graphboard.cli import graph_build_main, graphboard_main
@@ -237,3 +239,27 @@ def test_graph_build_and_graphboard_build_take_nr(
     )
     assert capsys.readouterr().err.strip() == "graph_build: error: -nr needs a golden dump (-gp)"
     assert not (tmp_path / "c").exists()
+
+
+def test_a_folder_job_takes_a_noise_reference(llama: dict[str, Path], tmp_path: Path) -> None:
+    """POST /api/jobs with noise_reference builds as graph_build -nr does."""
+    for name in ("rope", "fp32", "bf16"):
+        shutil.copytree(llama[name], tmp_path / "runs" / name)
+    settings = Settings(data_dir=tmp_path)
+    token = new_token(settings)
+    with TestClient(create_app(settings)) as http:
+        body = {"target": "runs/rope", "golden": "runs/fp32", "noise_reference": "runs/bf16"}
+        created = http.post("/api/jobs", headers=auth(token), json=body)
+        assert created.status_code == 201, created.text
+        job = wait_job(http, created.json()["job_id"], token)
+        assert job["status"] == "done", job
+        path = tmp_path / f"{job['graph']}.vis.db"
+        assert _errors(path) == (ROTARY, [])
+        assert _rows(path, "SELECT count(*) FROM gb_reference")[0][0] > 300
+        refused = http.post(
+            "/api/jobs",
+            headers=auth(token),
+            json={"target": "runs/rope", "noise_reference": "runs/bf16"},
+        )
+        assert refused.status_code == 422
+        assert refused.json()["error"]["code"] == "needs_golden"
