@@ -32,6 +32,12 @@ def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
         "-o", "--output_path", required=True, help="folder for the .vis.db (created if missing)"
     )
     parser.add_argument(
+        "-nr",
+        "--noise_reference",
+        help="noise reference dump: the golden configuration run in the target's precision and "
+        "kernels; the dtype-aware verdicts judge the target against the noise it measures",
+    )
+    parser.add_argument(
         "-lm",
         "--layer_mapping",
         nargs="?",
@@ -142,6 +148,8 @@ def _run_build(args: argparse.Namespace) -> int:
         raise GraphboardError("-lm needs a golden dump (-gp)")
     if args.fuzzy_match and not args.golden_path:
         raise GraphboardError("-fm needs a golden dump (-gp)")
+    if args.noise_reference and not args.golden_path:
+        raise GraphboardError("-nr needs a golden dump (-gp)")
     if args.auto_match is not None and not (args.golden_path and 0 <= args.auto_match <= 1):
         raise GraphboardError("--auto-match needs a golden dump (-gp) and a confidence from 0 to 1")
     options = BuildOptions(
@@ -155,6 +163,7 @@ def _run_build(args: argparse.Namespace) -> int:
         output_name=args.name,
         command=sys.argv,
         parallel=parallel,
+        noise_reference=Path(args.noise_reference) if args.noise_reference else None,
     )
     if export:  # msprobe's JSON export of the merged graphs instead of a db
         from graphboard.merge.export import run_export

@@ -156,6 +156,12 @@ def _meta(
             "layer_mapping": str(options.layer_mapping)
             if isinstance(options.layer_mapping, Path)
             else options.layer_mapping,
+            # a three-way compare's reference (-nr); absent from other files' gb_meta
+            **(
+                {"noise_reference": str(Path(options.noise_reference).resolve())}
+                if options.noise_reference is not None
+                else {}
+            ),
         },
         "flags": {
             "overflow_check": options.overflow_check,

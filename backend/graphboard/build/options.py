@@ -27,6 +27,9 @@ class BuildOptions:
     workers: int | None = None
     output_name: str | None = None  # file name; default build_/compare_<timestamp>.vis.db
     parallel: ParallelOptions | None = None  # --rank_size/--tp/--pp...: merge ranks (merge/)
+    # -nr: the golden configuration run in the target's precision and kernels, whose measured
+    # noise judges the target (compare/noise_reference.py)
+    noise_reference: Path | None = None
     command: list[str] = field(default_factory=list)
 
     @property
@@ -51,6 +54,7 @@ class Task:
     target: RankDir
     golden: RankDir | None
     merge: ReplicaTask | None = None  # a merged replica: its ranks are read and merged (merge/)
+    reference: RankDir | None = None  # the noise reference's rank folder (-nr), if it has one
 
 
 @dataclass(slots=True)

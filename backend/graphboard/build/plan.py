@@ -54,6 +54,10 @@ def plan_build(options: BuildOptions) -> BuildPlan:
         tasks = merged_tasks(merged)
     else:
         tasks = pair_tasks(target_layout, golden_layout, warnings, missing)
+    if options.noise_reference is not None:
+        from graphboard.build.reference import attach_references
+
+        attach_references(options, tasks, warnings, missing)
     if isinstance(options.layer_mapping, Path):
         LayerMapping.load(options.layer_mapping)  # fail before any work on a bad mapping file
     return BuildPlan(options, tasks, warnings, missing, started_at)

@@ -61,7 +61,7 @@ def _folders(task: Task) -> list[RankDir]:
     """Every rank folder the task reads."""
     if task.merge is not None:
         return task.merge.rank_folders()
-    return [folder for folder in (task.target, task.golden) if folder is not None]
+    return [folder for folder in (task.target, task.golden, task.reference) if folder is not None]
 
 
 def run_tasks(
@@ -104,7 +104,8 @@ def _folders_read_aside(options: BuildOptions, tasks: list[Task]) -> list[RankDi
     if task.merge is not None:
         folders = task.merge.rank_folders()[1:]  # the task reads the first meanwhile
     elif task.golden is not None:
-        folders = [task.golden]  # the task reads its target meanwhile
+        # the task reads its target meanwhile; a noise reference (-nr) after the golden
+        folders = [folder for folder in (task.golden, task.reference) if folder is not None]
     else:
         return []  # a lone build: nothing to read beside its one rank
     if options.workers is not None:

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from graphboard.build.options import BuildOptions, Task
+from graphboard.compare import noise_reference
 from graphboard.compare.dtype_graph import score_graph
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import match_graphs
 from graphboard.compare.modes import common_mode
+from graphboard.compare.noise_reference import NoiseReference
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords, build_graph, read_records
@@ -90,12 +92,27 @@ def match(target: Graph, golden: Graph, options: BuildOptions) -> Matched:
     )
 
 
-def score(target: Graph, golden: Graph, mode: DataMode) -> None:
+def score(
+    target: Graph, golden: Graph, mode: DataMode, reference: NoiseReference | None = None
+) -> None:
     """Score every matched target node against its golden partner (pass / warning / error),
     by msprobe's rules (each node's precision) and the dtype-aware ones (the graph's
-    rule_verdicts)."""
+    rule_verdicts), these against a noise reference's measurements when there is one."""
     compare_graphs(target, golden, mode)
-    target.rule_verdicts = score_graph(target, mode)
+    target.rule_verdicts = score_graph(target, mode, reference)
+    target.rule_verdicts.reference = reference
+
+
+def measure_reference(reference: Graph, golden: Graph, options: BuildOptions) -> NoiseReference:
+    """The noise reference's (-nr) measured difference from the golden per node and tensor,
+    its nodes matched to the golden's as the target's are (before the target's matching)."""
+    mode = common_mode(reference, golden, layer_mapping=bool(options.layer_mapping))
+    mapping: LayerMapping | None = None
+    if isinstance(options.layer_mapping, Path):
+        mapping = LayerMapping.load(options.layer_mapping)
+    elif options.layer_mapping:
+        mapping = LayerMapping()
+    return noise_reference.measure(reference, golden, mode, options.match_mode, mapping)
 
 
 @dataclass(slots=True)

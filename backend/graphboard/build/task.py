@@ -19,9 +19,9 @@ from graphboard.build.stages import Side
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords
-from graphboard.graph.model import Graph
+from graphboard.graph.model import TARGET_SIDE, Graph
 from graphboard.progress import Stopwatch
-from graphboard.store import writer
+from graphboard.store import reference_table, writer
 from graphboard.store.sink import open_sink
 
 if TYPE_CHECKING:
@@ -58,6 +58,14 @@ def run_task(
                 aside = read_aside is not None and golden_side.dump in read_aside
                 golden = stages.hierarchy(golden_side, read(golden_side))
                 clock.lap("wait for and build golden" if aside else "read golden")
+        noise = None
+        if task.reference is not None and golden is not None:  # -nr: measured before matching
+            reference_side = Side(task.reference, TARGET_SIDE, task.step, task.rank)
+            reference = stages.hierarchy(reference_side, read(reference_side))
+            noise = stages.measure_reference(reference, golden, options)
+            reference.release()
+            del reference
+            clock.lap("read and measure reference")
         graphs = [target] if golden is None else [target, golden]
         if options.overflow_check:
             for graph in graphs:
@@ -69,7 +77,7 @@ def run_task(
             matched = stages.match(target, golden, options)
             mode, match = matched.mode, matched.counts
             clock.lap("match")
-            stages.score(target, golden, mode)
+            stages.score(target, golden, mode, noise)
             clock.lap("score")
         comm_nodes = _write_part(part, whole_file, target, golden, mode, clock)
         result = TaskResult(
@@ -131,6 +139,7 @@ def _write_part(
         clock.lap("rows")
         sink.finish_nodes()
         writer.write_summaries(sink, pairs)
+        reference_table.write(sink, target)  # -nr only
         from graphboard.distributed import collect_comm_nodes  # imported when first needed
 
         comm_nodes = [node for graph, _ in pairs for node in collect_comm_nodes(graph)]

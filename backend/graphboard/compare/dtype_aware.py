@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_noise import (
     dtype_facts,
@@ -21,6 +22,9 @@ from graphboard.compare.dtype_noise import (
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
 from graphboard.dump.records import Param, Role
+
+if TYPE_CHECKING:
+    from graphboard.compare.noise_reference import NodeNoise
 
 RULES = ("msprobe", "dtype-aware")
 
@@ -171,15 +175,24 @@ def judge_node(
     mode: DataMode,
     hidden_difference: float = 0.0,
     explain: bool = True,
+    reference: NodeNoise | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
     ``hidden_difference``: the ``d`` of what the node reads besides its dumped inputs (a
     backward node's saved forward tensors: dtype_graph.py), added to its inputs'. Without
     ``explain`` the verdict carries no per-parameter detail (the build stores only the
-    node's verdict; the detail panel asks again with it)."""
+    node's verdict; the detail panel asks again with it). ``reference``: a noise reference
+    run's measured ``d`` per parameter key and its arguments (compare/noise_reference.py):
+    where given, a parameter is judged against that measured noise instead of the modelled
+    band, the node's input and output differences are those beyond the reference's, and an
+    argument the reference passed as the target did is no error."""
     if not rows:
         return None
+    if reference is not None:
+        from graphboard.compare import noise_reference as three_way  # only with -nr
+
+        departing = three_way.InputDeparture()
     if mode is DataMode.MD5:
         params = tuple(
             ParamVerdict(_key(row), row.is_output, Verdict.NOT_JUDGED, None, None, MSG_MD5)
@@ -191,7 +204,8 @@ def judge_node(
         return NodeVerdict(Verdict.PASS, False, 0.0, 0.0, (), note="an API neither rule set judges")
     skip_inputs = name in IGNORE_INPUTS
     entries: list[_Entry] = []
-    outputs: list[tuple[ParamRow, float, float]] = []  # (row, d, roundoff), after the inputs
+    outputs: list[tuple[ParamRow, float, float, float | None]] = []  # (row, d, roundoff,
+    # the reference's d), after the inputs
     input_difference = hidden_difference
     carried = False  # an input already fails structurally (overflow, dtype, shape)
     for row in rows:
@@ -201,11 +215,20 @@ def judge_node(
             continue
         if target is None or golden is None or not (target.is_tensor and golden.is_tensor):
             verdict, reason, own = _presence_or_argument(row)
+            if own and reference is not None and three_way.explains_argument(reference, row):
+                verdict, reason, own = Verdict.PASS, three_way.argument_note(row), False
             why = reason.replace("{", "{{").replace("}", "}}")  # its numbers are in the text
             entries.append((row, is_output, verdict, None, None, why, own))
             continue
         explained, roundoff = dtype_facts(target.dtype, golden.dtype)
         problem = _tensor_problem(target, golden, explained)
+        if problem is not None and reference is not None:  # -nr: the configuration's?
+            stand_in = reference.stand_in(target)
+            if stand_in is not None and _tensor_problem(
+                stand_in, golden, dtype_facts(stand_in.dtype, golden.dtype)[0]
+            ):  # R differs from the golden too: judged against R's tensor (d_R then 0)
+                row, golden, problem = ParamRow(target, stand_in), stand_in, None
+                explained, roundoff = dtype_facts(target.dtype, golden.dtype)
         if problem is not None:
             entries.append((row, is_output, Verdict.ERROR, None, None, problem, is_output))
             carried = carried or not is_output
@@ -220,7 +243,19 @@ def judge_node(
         if difference is None:
             entries.append((row, is_output, Verdict.WARNING, None, None, MSG_NO_NUMBERS, False))
         elif is_output:
-            outputs.append((row, difference, roundoff))
+            noise = reference.noise(target, golden) if reference is not None else None
+            outputs.append((row, difference, roundoff, noise))
+        elif reference is not None and (noise := reference.noise(target, golden)) is not None:
+            departure = reference.departure(target, difference)
+            input_difference += departure
+            departing.add(target, departure)
+            band = three_way.weight_band(noise, roundoff)
+            if target.role is Role.PARAMETERS and difference > band:
+                why = three_way.MSG_REF_WEIGHT.format(noise=noise)
+                entries.append((row, False, Verdict.ERROR, difference, band, why, True))
+            elif explain:
+                why = three_way.MSG_REF_INPUT.format(noise=noise)
+                entries.append((row, False, Verdict.PASS, difference, noise, why, False))
         else:
             input_difference += difference
             if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
@@ -231,15 +266,26 @@ def judge_node(
             elif explain:  # a passing input: only the detail panel lists it
                 entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
     largest_output = 0.0
-    for row, difference, roundoff in outputs:
-        band = MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
-        if difference > largest_output:
-            largest_output = difference
+    for row, difference, roundoff, noise in outputs:
+        within, beyond = MSG_WITHIN, MSG_BEYOND
+        if noise is None:
+            band = MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
+            departure = difference
+        else:  # measured noise (compare/noise_reference.py)
+            assert reference is not None and row.target is not None
+            propagated = departing.explained(row.target, input_difference)
+            spread = reference.spread_roundoff(row.target, roundoff)
+            band = three_way.reference_band(noise, propagated, spread)
+            departure = reference.departure(row.target, difference)
+            within = three_way.MSG_REF_WITHIN.format(noise=noise)
+            beyond = three_way.MSG_REF_BEYOND.format(noise=noise)
+        if departure > largest_output:
+            largest_output = departure
         if difference <= band:
             if explain:
-                entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
+                entries.append((row, True, Verdict.PASS, difference, band, within, False))
         else:
-            entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
+            entries.append((row, True, Verdict.ERROR, difference, band, beyond, True))
     return _node_of(entries, input_difference, largest_output, carried, explain)
 
 

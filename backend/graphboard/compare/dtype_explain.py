@@ -14,6 +14,7 @@ from graphboard.compare import metrics
 from graphboard.compare.dtype_aware import NodeVerdict, judge_node
 from graphboard.compare.dtype_graph import read_unseen
 from graphboard.compare.engine import pair_params
+from graphboard.compare.noise_reference import NodeNoise
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.dump.records import Param
 
@@ -32,12 +33,17 @@ def explain_node(
     golden: list[Param],
     mode: DataMode,
     twin: tuple[str, list[Param], list[Param]] | None = None,
+    reference: NodeNoise | None = None,
+    twin_reference: NodeNoise | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one pair, with its parameters; ``twin``: a backward node's
-    forward twin (name, target and golden parameters), whose tensors it reads unseen."""
+    forward twin (name, target and golden parameters), whose tensors it reads unseen;
+    ``reference``, ``twin_reference``: a noise reference's measured d per parameter key of
+    the node and of its twin (compare/noise_reference.py), as the build judged them."""
     judged_mode = DataMode.SUMMARY if mode is DataMode.TENSOR else mode
     hidden = 0.0
     if twin is not None:
-        found = judge_node(twin[0], scored_rows(twin[1], twin[2]), judged_mode, explain=False)
+        twin_rows = scored_rows(twin[1], twin[2])
+        found = judge_node(twin[0], twin_rows, judged_mode, 0.0, False, twin_reference)
         hidden = read_unseen(found) if found is not None else 0.0
-    return judge_node(name, scored_rows(target, golden), judged_mode, hidden)
+    return judge_node(name, scored_rows(target, golden), judged_mode, hidden, True, reference)

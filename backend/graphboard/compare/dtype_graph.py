@@ -10,11 +10,15 @@ node where it arises). API collections take their worst child's verdict, as in m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
 from graphboard.compare.engine import api_collections
 from graphboard.compare.result import DataMode
 from graphboard.graph.model import Graph, Node, NodeType
+
+if TYPE_CHECKING:
+    from graphboard.compare.noise_reference import NoiseReference
 
 RULE_SET = "dtype-aware"
 
@@ -26,6 +30,7 @@ class GraphVerdicts:
     mode: DataMode
     verdict: dict[str, Verdict] = field(default_factory=dict)
     introduced: set[str] = field(default_factory=set)
+    reference: NoiseReference | None = None  # the noise reference (-nr) judged against
 
 
 def forward_twin(name: str) -> str | None:
@@ -37,11 +42,14 @@ def forward_twin(name: str) -> str | None:
     return f"{head}.forward{tail}"
 
 
-def _judged(node: Node, mode: DataMode, hidden: float) -> NodeVerdict | None:
+def _judged(
+    node: Node, mode: DataMode, hidden: float, reference: NoiseReference | None = None
+) -> NodeVerdict | None:
     comparison = node.comparison
     if comparison is None:
         return None
-    return judge_node(node.name, comparison.rows, mode, hidden, explain=False)
+    noise = reference.noise_of(node.name) if reference is not None else None
+    return judge_node(node.name, comparison.rows, mode, hidden, False, noise)
 
 
 def read_unseen(verdict: NodeVerdict) -> float:
@@ -49,8 +57,11 @@ def read_unseen(verdict: NodeVerdict) -> float:
     return verdict.input_difference + verdict.output_difference
 
 
-def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
-    """Judge every scored node of ``target`` (compare_graphs has scored it)."""
+def score_graph(
+    target: Graph, mode: DataMode, reference: NoiseReference | None = None
+) -> GraphVerdicts:
+    """Judge every scored node of ``target`` (compare_graphs has scored it); with a noise
+    reference's measurements (compare/noise_reference.py), against the noise it measured."""
     result = GraphVerdicts(mode)
     if mode is DataMode.STRUCTURE:
         return result
@@ -62,12 +73,12 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
         if forward_twin(node.name) is not None:
             backward.append(node)  # after every forward node: it reads their tensors
             continue
-        found = _judged(node, mode, 0.0)
+        found = _judged(node, mode, 0.0, reference)
         if found is not None:
             judged[node.name] = found
     for node in backward:
         twin = judged.get(forward_twin(node.name) or "")
-        found = _judged(node, mode, read_unseen(twin) if twin is not None else 0.0)
+        found = _judged(node, mode, read_unseen(twin) if twin is not None else 0.0, reference)
         if found is not None:
             judged[node.name] = found
     verdicts, introduced = result.verdict, result.introduced

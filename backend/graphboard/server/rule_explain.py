@@ -9,6 +9,7 @@ from graphboard.compare.dtype_graph import forward_twin
 from graphboard.graph.model import GOLDEN_SIDE
 from graphboard.server.jobs import schemas
 from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reference_table import reference_noise
 
 
 def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
@@ -19,6 +20,7 @@ def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
     if mode is None or summary is None or not summary.counterpart or not db.has_graph(golden_key):
         return None
     twin = None
+    twin_reference = None
     twin_name = forward_twin(name)
     twin_summary = db.summary(key, twin_name) if twin_name is not None else None
     if twin_name is not None and twin_summary is not None and twin_summary.counterpart:
@@ -27,12 +29,15 @@ def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
             db.params(key, twin_name) or [],
             db.params(golden_key, twin_summary.counterpart) or [],
         )
+        twin_reference = reference_noise(db.conn, key.graph_id, twin_name)
     return explain_node(
         name,
         db.params(key, name) or [],
         db.params(golden_key, summary.counterpart) or [],
         mode,
         twin,
+        reference_noise(db.conn, key.graph_id, name),
+        twin_reference,
     )
 
 

@@ -177,6 +177,19 @@ class ParamFields(ApiModel):
     )
 
 
+class ReferenceParamOut(ApiModel):
+    """A noise reference's (-nr) parameter beside the target's and golden's
+    (server/reference_rows.py)."""
+
+    dtype: str | None
+    shape: list[Any] | None
+    stats: ParamStats
+    d_target: StatNumber = Field(description="d of the target against the golden, as judged")
+    d_reference: StatNumber = Field(description="d of the reference against the golden")
+    band: StatNumber = Field(description="the largest d_target the measured noise explains")
+    verdict: str | None = Field(description="the parameter's dtype-aware verdict")
+
+
 class ParamRowOut(ApiModel):
     role: Literal["input", "output", "parameters", "parameters_grad"]
     key: str = Field(description="name under the node: input.0, output.0, parameters.weight")
@@ -186,6 +199,9 @@ class ParamRowOut(ApiModel):
     target: ParamFields | None
     golden: ParamFields | None
     comparison: dict[str, Any] = Field(description="metrics the compare stored on the target")
+    reference: ReferenceParamOut | None = Field(
+        default=None, description="the noise reference's (-nr) parameter; null without one"
+    )
     result: str | None
     messages: list[str]
 
@@ -203,6 +219,11 @@ class NodeDetailOut(ApiModel):
     target: NodeSideOut | None = Field(description="the NPU side of the pair")
     golden: NodeSideOut | None = Field(description="the Bench side of the pair")
     rows: list[ParamRowOut]
+    reference_golden: str | None = Field(
+        default=None,
+        description="the golden node the noise reference's (-nr) node was matched to; null "
+        "when the file or the node has no reference",
+    )
 
 
 class PathOut(ApiModel):

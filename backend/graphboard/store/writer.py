@@ -286,6 +286,9 @@ def merge_part(conn: sqlite3.Connection, part: Path) -> None:
         for table in _COPIED_TABLES:
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
         rank_stats.copy_part(conn)  # only a merged build's parts have the table
+        from graphboard.store import reference_table  # only a compare with -nr has the table
+
+        reference_table.copy_part(conn)
         conn.execute("COMMIT")
     finally:
         conn.execute("DETACH DATABASE part")

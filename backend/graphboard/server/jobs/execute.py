@@ -44,6 +44,7 @@ def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> 
         overflow_check=job.overflow_check,
         fuzzy_match=job.fuzzy_match,
         layer_mapping=Path(job.layer_mapping) if job.layer_mapping else None,
+        noise_reference=Path(job.noise_reference) if job.noise_reference else None,
         workers=workers,
         output_name=output_name(job),
         command=["graphboard", "job", job.id],

@@ -52,6 +52,11 @@ def create_folder_job(
     )
     target = _dump_folder(settings, "target", request.target)
     golden = _dump_folder(settings, "golden", request.golden) if request.golden else None
+    noise_reference = None
+    if request.noise_reference is not None:  # graph_build -nr
+        if golden is None:
+            raise InvalidParameters("noise_reference needs a golden dump", code="needs_golden")
+        noise_reference = _dump_folder(settings, "noise_reference", request.noise_reference)
     mapping = None
     if request.layer_mapping is not None:
         mapping = _folder(settings, "layer_mapping", request.layer_mapping)
@@ -67,6 +72,7 @@ def create_folder_job(
         fuzzy_match=request.fuzzy_match,
         overflow_check=request.overflow_check,
         layer_mapping=mapping,
+        noise_reference=noise_reference,
     )
     validate(options, settings.data_root)
     with catalog.session() as session:
@@ -79,6 +85,7 @@ def create_folder_job(
             overflow_check=request.overflow_check,
             runner=runner,
             token_id=token.id,
+            noise_reference=noise_reference,
         )
         session.commit()
         return job.id

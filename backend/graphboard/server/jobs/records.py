@@ -53,6 +53,7 @@ def create(
     runner: str,
     upload_id: str | None = None,
     token_id: int | None = None,
+    noise_reference: Path | None = None,
 ) -> Job:
     moment = now()
     job = Job(
@@ -65,6 +66,7 @@ def create(
         target=str(target),
         golden=str(golden) if golden is not None else None,
         layer_mapping=str(layer_mapping) if layer_mapping is not None else None,
+        noise_reference=str(noise_reference) if noise_reference is not None else None,
         fuzzy_match=fuzzy_match,
         overflow_check=overflow_check,
         runner=runner,

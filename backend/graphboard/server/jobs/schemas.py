@@ -53,6 +53,11 @@ class JobRequest(ApiModel):
     )
     fuzzy_match: bool = False
     overflow_check: bool = False
+    noise_reference: Annotated[str, Field(min_length=1, max_length=1024)] | None = Field(
+        default=None,
+        description="a noise reference dump folder under the data dir (graph_build -nr: the "
+        "golden's configuration in the target's precision); needs golden",
+    )
 
 
 class JobCreated(ApiModel):

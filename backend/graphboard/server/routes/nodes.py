@@ -10,6 +10,7 @@ from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
 from graphboard.server.param_stats import rank_stats_by_name, stats_by_name
+from graphboard.server.reference_rows import attach_reference
 from graphboard.server.rules import RuledDb
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
@@ -102,10 +103,12 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
             if fields is not None:
                 fields.stats = stats[side].get(fields.name)
                 fields.ranks = ranks[side].get(fields.name)
+    reference_golden = attach_reference(db, key, target.name if target else None, rows)  # -nr
     return schemas.NodeDetailOut(
         target=present.side_out(target, "NPU", config) if target else None,
         golden=present.side_out(golden, "Bench", config) if golden else None,
         rows=rows,
+        reference_golden=reference_golden,
     )
 
 

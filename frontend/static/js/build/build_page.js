@@ -115,6 +115,7 @@ export class BuildPage extends Page {
     };
     choose(this.$('folder-target'), false, options);
     choose(this.$('folder-golden'), true, options);
+    choose(this.$('folder-reference'), true, options); // -nr
     const mappings = (this.dumps?.layer_mappings ?? []).map((path) => ({ value: path, label: path, disabled: false, title: '' }));
     choose(this.$('folder-mapping'), true, mappings);
     const usable = options.filter((option) => !option.disabled).length;
@@ -170,9 +171,10 @@ export class BuildPage extends Page {
       target: this.$('folder-target').value,
       golden: this.$('folder-golden').value,
       layerMapping: this.$('folder-mapping').value,
+      noiseReference: this.$('folder-reference').value,
       ...this.flags('folder'),
     };
-    if (!values.golden && (values.fuzzyMatch || values.layerMapping)) {
+    if (!values.golden && (values.fuzzyMatch || values.layerMapping || values.noiseReference)) {
       this.showFormError(new Error(this.t('build.needsGolden')));
       return;
     }

@@ -32,10 +32,11 @@ export async function followJob(api, id, { onUpdate = () => {}, sleep = defaultS
 }
 
 /** POST /api/jobs body from the folder form: empty choices left out. */
-export function jobRequest({ target, golden = '', layerMapping = '', fuzzyMatch = false, overflowCheck = false }) {
+export function jobRequest({ target, golden = '', layerMapping = '', noiseReference = '', fuzzyMatch = false, overflowCheck = false }) {
   const body = { target, fuzzy_match: Boolean(fuzzyMatch), overflow_check: Boolean(overflowCheck) };
   if (golden) body.golden = golden;
   if (layerMapping) body.layer_mapping = layerMapping;
+  if (noiseReference) body.noise_reference = noiseReference; // graph_build -nr
   return body;
 }
 

@@ -153,7 +153,7 @@ export class DetailPanel {
     const bodies = visibleGroups(table, this.differencesOnly).map(({ group, index }) => {
       const both = group.target && group.golden;
       const span = both ? 2 : 1;
-      const keyCell = el('th', { scope: 'rowgroup', rowspan: String(span), title: group.pairedBy ? this.t('details.pairedBy', { how: group.pairedBy }) : '' }, group.key);
+      const keyCell = el('th', { scope: 'rowgroup', rowspan: String(span + (group.reference ? 1 : 0)), title: group.pairedBy ? this.t('details.pairedBy', { how: group.pairedBy }) : '' }, group.key);
       const statCells = (fields, stats) =>
         statColumns.map((column) => {
           const differs = both && String(group.target[column] ?? '') !== String(group.golden[column] ?? '');
@@ -183,10 +183,29 @@ export class DetailPanel {
         ),
       );
       if (both) rows.push(el('tr', { className: 'golden-row' }, el('td', { className: 'side-cell' }, this.t('details.goldenShort')), statCells(group.golden, group.goldenStats)));
+      if (group.reference) rows.push(this.referenceRow(group, statColumns, metricColumns.length + 2)); // -nr
       const body = el('tbody', { className: group.flagged ? `flagged ${group.result}` : '' }, rows);
       return body;
     });
     return el('div', { className: 'table-scroll' }, el('table', { className: 'io-table' }, el('thead', {}, head), bodies));
+  }
+
+  /** A noise reference's (-nr) row under a parameter's target and golden ones: its
+   * statistics, then d_T against d_R and the band the verdict was judged by. */
+  referenceRow(group, statColumns, span) {
+    const { reference } = group;
+    const working = this.t('details.referenceWorking', {
+      dTarget: formatNumber(reference.dTarget),
+      dReference: formatNumber(reference.dReference),
+      band: formatNumber(reference.band),
+    });
+    return el(
+      'tr',
+      { className: 'reference-row' },
+      el('td', { className: 'side-cell', title: this.t('details.reference') }, this.t('details.referenceShort')),
+      statColumns.map((column) => el('td', { className: 'num' }, statText(reference.fields, reference.stats, column))),
+      el('td', { colSpan: String(span), className: `reference-working ${reference.verdict ?? ''}` }, working),
+    );
   }
 
   renderTexts(detail) {

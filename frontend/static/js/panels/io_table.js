@@ -50,9 +50,26 @@ export function buildIoTable(rows) {
       messages: row.messages ?? [],
       differs,
       flagged: result !== null && result !== 'pass',
+      reference: referenceOf(row.reference),
     };
   });
   return { statColumns, metricColumns, groups, worst: worstCell(groups, metricColumns) };
+}
+
+/** A noise reference's (-nr) parameter as a third side: its fields in the table's columns
+ * (statistics typed as the other sides'), and d_T / d_R / band / verdict; null without one. */
+export function referenceOf(reference) {
+  if (!reference) return null;
+  const { stats } = reference;
+  const shape = reference.shape === null || reference.shape === undefined ? null : `[${reference.shape.join(', ')}]`;
+  return {
+    fields: { dtype: reference.dtype, shape, Max: stats.max, Min: stats.min, Mean: stats.mean, Norm: stats.norm },
+    stats,
+    dTarget: reference.d_target,
+    dReference: reference.d_reference,
+    band: reference.band,
+    verdict: reference.verdict,
+  };
 }
 
 /** What a parameter's cell shows: Max, Min, Mean and Norm formatted from the typed `stats`
