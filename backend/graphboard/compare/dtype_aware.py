@@ -15,6 +15,7 @@ from enum import IntEnum
 
 from graphboard.compare.dtype_noise import (
     dtype_facts,
+    same_limit,
     statistics_difference,
     tensor_difference,
 )
@@ -88,6 +89,11 @@ MSG_DTYPE = "error: dtypes differ and mixed precision does not explain it ({} ag
 MSG_SHAPE = "error: shapes differ"
 MSG_OVERFLOW = "error: the target holds inf or nan where the golden is finite"
 MSG_SCALAR = "error: arguments differ ({!r} against {!r})"  # formatted at once: no {d} in it
+MSG_ABSENT = (
+    "note: an argument given on one side only ({} against {}): a difference of call, "
+    "not of arithmetic"
+)
+MSG_LIMIT = "pass: the same dtype limit ({!r} against {!r}), a constant of each dtype"
 MSG_ONLY = "warning: parameter only in the {}"
 MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
 MSG_MD5 = "not judged: md5 mode holds checksums, no numbers to set against a noise band"
@@ -125,8 +131,15 @@ def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
     if target is None or golden is None:
         side = "golden" if target is None else "target"
         return Verdict.WARNING, MSG_ONLY.format(side), False
+    if target.is_null != golden.is_null:  # None on one side: how the op was called
+        value = _value_of(golden if target.is_null else target)
+        shown = "a tensor" if (golden if target.is_null else target).is_tensor else repr(value)
+        pair = ("None", shown) if target.is_null else (shown, "None")
+        return Verdict.PASS, MSG_ABSENT.format(*pair), False
     target_value, golden_value = _value_of(target), _value_of(golden)
     if target_value != golden_value and not row.is_output:
+        if same_limit(target_value, golden_value):  # type: ignore[arg-type]
+            return Verdict.PASS, MSG_LIMIT.format(target_value, golden_value), False
         return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value), True
     return Verdict.PASS, "argument agrees", False
 
@@ -141,7 +154,11 @@ def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None
     high, low = target.max, target.min
     if high.__class__ is float and low.__class__ is float and _isfinite(high) and _isfinite(low):
         return None  # nearly always: a finite target has no overflow to judge
-    if _finite_pair(golden) and not _finite_pair(target):
+    if (
+        _finite_pair(golden)
+        and not _finite_pair(target)
+        and not (same_limit(target.max, golden.max) or same_limit(target.min, golden.min))
+    ):
         return MSG_OVERFLOW
     return None
 
