@@ -10,6 +10,7 @@ for both rule sets).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -19,19 +20,27 @@ from graphboard.compare.dtype_noise import (
     statistics_difference,
     tensor_difference,
 )
+from graphboard.compare.dtype_sensitivity import MARGIN as MARGIN
+from graphboard.compare.dtype_sensitivity import OWN_ROUNDINGS as OWN_ROUNDINGS
+from graphboard.compare.dtype_sensitivity import (
+    Family,
+    Inside,
+    Operand,
+    StatKey,
+    allowed_difference,
+    backward_family,
+    default_band,
+    family_of,
+    operand_of,
+    reduced_gradient_band,
+    stat_key,
+)
+from graphboard.compare.dtype_sensitivity import carried as carried_difference
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
 from graphboard.dump.records import Param, Role
 
 RULES = ("msprobe", "dtype-aware")
-
-# The margin on first-order propagation (docs/dtype-aware.md §3): an output may differ by up
-# to MARGIN times its inputs' differences plus its own rounding before it introduces an error.
-MARGIN = 2.0
-# A node's own rounding, in unit roundoffs of its output: the result's, one intermediate's a
-# fused kernel keeps in the narrow dtype, and two operands' that their statistics need not
-# show (docs/dtype-aware.md §3).
-OWN_ROUNDINGS = 4.0
 
 
 class Verdict(IntEnum):
@@ -65,7 +74,7 @@ class ParamVerdict:
         return self.why.format(d=self.difference, band=self.band)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeVerdict:
     verdict: Verdict
     introduced: bool  # the node's own error, not one its inputs carry in
@@ -74,6 +83,10 @@ class NodeVerdict:
     params: tuple[ParamVerdict, ...]
     deciding: ParamVerdict | None = None  # the parameter the verdict comes from
     note: str = ""  # a reason of the node's own (md5, ignored APIs)
+    gain: float = 1.0  # how many times the default band its ops' sensitivity made the band
+    roundoff: float = 0.0  # the largest unit roundoff among its tensors
+    scale: float = 0.0  # the largest magnitude of its inputs (sensitive families only)
+    allowed_out: tuple[tuple[StatKey, float], ...] = ()  # outputs a sensitivity widened
 
     @property
     def reason(self) -> str:
@@ -188,13 +201,18 @@ def judge_node(
     mode: DataMode,
     hidden_difference: float = 0.0,
     explain: bool = True,
+    inside: Inside | None = None,
+    allowed_in: Mapping[StatKey, float] | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
     ``hidden_difference``: the ``d`` of what the node reads besides its dumped inputs (a
     backward node's saved forward tensors: dtype_graph.py), added to its inputs'. Without
     ``explain`` the verdict carries no per-parameter detail (the build stores only the
-    node's verdict; the detail panel asks again with it)."""
+    node's verdict; the detail panel asks again with it). ``inside``: what the graph knows
+    beyond the rows (dtype_sensitivity.Inside: a module's inner dtype and gain, a backward's
+    twin's gain and saved magnitudes). ``allowed_in``: per tensor (stat_key), what a
+    sensitive producer allowed it to differ by; an input found there carries that much."""
     if not rows:
         return None
     if mode is DataMode.MD5:
@@ -207,9 +225,19 @@ def judge_node(
     if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
         return NodeVerdict(Verdict.PASS, False, 0.0, 0.0, (), note="an API neither rule set judges")
     skip_inputs = name in IGNORE_INPUTS
+    if ".backward" in node_name:  # a derivative: its twin's gain, or a reducing gradient
+        family, bound, reducing = Family.DEFAULT, 1.0, backward_family(name)
+    else:
+        (family, bound), reducing = family_of(name), Family.DEFAULT
+    # the sensitivity bands need each tensor's magnitudes
+    exact = family is not Family.DEFAULT or reducing is not Family.DEFAULT
     entries: list[_Entry] = []
     outputs: list[tuple[ParamRow, float, float]] = []  # (row, d, roundoff), after the inputs
+    operands: list[Operand] = []
+    context = inside or _OUTSIDE
+    upstream = context.upstream
     input_difference = hidden_difference
+    widest = 0.0  # the largest unit roundoff among the node's tensors
     carried = False  # an input already fails structurally (overflow, dtype, shape)
     for row in rows:
         target, golden = row.target, row.golden
@@ -222,6 +250,8 @@ def judge_node(
             entries.append((row, is_output, verdict, None, None, why, own))
             continue
         explained, roundoff = dtype_facts(target.dtype, golden.dtype)
+        if roundoff > widest:
+            widest = roundoff
         problem = _tensor_problem(target, golden, explained)
         if problem is not None:
             entries.append((row, is_output, Verdict.ERROR, None, None, problem, is_output))
@@ -239,7 +269,17 @@ def judge_node(
         elif is_output:
             outputs.append((row, difference, roundoff))
         else:
+            if allowed_in:  # what a sensitive producer allowed this tensor, when larger
+                allowed = allowed_in.get(stat_key(target))
+                if allowed is not None and allowed > difference:
+                    difference = allowed
             input_difference += difference
+            carries = roundoff if roundoff >= upstream else upstream
+            operands.append(
+                operand_of(target, golden, difference, carries)
+                if exact
+                else Operand(difference, 0.0, carries)
+            )
             if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
                 # a weight is made by nothing the dump shows: beyond one rounding, it is
                 # this node's error
@@ -248,8 +288,48 @@ def judge_node(
             elif explain:  # a passing input: only the detail panel lists it
                 entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
     largest_output = 0.0
+    gain = 1.0
+    sensitive: list[tuple[StatKey, float]] = []
+    inner_roundoff, inner_gain = context.roundoff, context.gain
     for row, difference, roundoff in outputs:
-        band = MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
+        out_roundoff = roundoff if roundoff >= inner_roundoff else inner_roundoff
+        if reducing is not Family.DEFAULT:
+            assert row.target is not None and row.golden is not None
+            out = operand_of(row.target, row.golden, difference, roundoff)
+            band, found_gain = reduced_gradient_band(
+                operands,
+                hidden_difference,
+                context.saved_scale,
+                out.scale,
+                out_roundoff,
+                out.numel,
+                reducing,
+            )
+        elif exact:
+            assert row.target is not None and row.golden is not None
+            out = operand_of(row.target, row.golden, difference, roundoff)
+            band, found_gain = allowed_difference(
+                operands,
+                hidden_difference,
+                out.scale,
+                out_roundoff,
+                out.numel,
+                family,
+                bound,
+                out.rms * math.sqrt(out.numel),
+            )
+        else:
+            carried_in = sum(carried_difference(operand, out_roundoff) for operand in operands)
+            band = default_band(carried_in + hidden_difference, out_roundoff)
+            found_gain = 1.0
+        if inner_gain > 1.0:  # what the ops inside may amplify, the module may
+            band *= inner_gain
+        if found_gain > gain:
+            gain = found_gain
+        if found_gain > 1.0 and row.target is not None:
+            # the first-order estimate of how far the output may really differ, for the
+            # nodes that read it: its statistics can show far less (dtype_graph.py)
+            sensitive.append((stat_key(row.target), band / MARGIN))
         if difference > largest_output:
             largest_output = difference
         if difference <= band:
@@ -257,12 +337,19 @@ def judge_node(
                 entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
         else:
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
-    return _node_of(entries, input_difference, largest_output, carried, explain)
+    found = _node_of(entries, input_difference, largest_output, carried, explain)
+    found.gain, found.roundoff = gain, widest
+    found.scale = max((operand.scale for operand in operands), default=0.0)
+    found.allowed_out = tuple(sensitive)
+    return found
+
+
+_OUTSIDE = Inside()
 
 
 def output_band(input_difference: float, roundoff: float) -> float:
-    """The largest output ``d`` a node's inputs and its own rounding explain."""
-    return MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
+    """The largest output ``d`` a well-conditioned node's inputs and own rounding explain."""
+    return default_band(input_difference, roundoff)
 
 
 def _node_of(

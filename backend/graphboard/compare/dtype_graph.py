@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
+from graphboard.compare.dtype_sensitivity import Inside, StatKey, stat_key
 from graphboard.compare.engine import api_collections
 from graphboard.compare.result import DataMode
+from graphboard.compare.rules import IGNORE_ALL, api_name
+from graphboard.dump.records import Role
 from graphboard.graph.model import Graph, Node, NodeType
 
 RULE_SET = "dtype-aware"
@@ -37,11 +40,30 @@ def forward_twin(name: str) -> str | None:
     return f"{head}.forward{tail}"
 
 
-def _judged(node: Node, mode: DataMode, hidden: float) -> NodeVerdict | None:
+def _judged(
+    node: Node,
+    mode: DataMode,
+    hidden: float,
+    inside: Inside | None,
+    allowed: dict[StatKey, float],
+) -> NodeVerdict | None:
+    if allowed and api_name(node.name) in IGNORE_ALL:  # a cast passes its input's on
+        tensors = [param for param in node.params or () if param.is_tensor]
+        inputs = [param for param in tensors if param.role is not Role.OUTPUT]
+        passed = allowed.get(stat_key(inputs[0])) if inputs else None
+        if passed is not None:
+            for param in tensors:
+                if param.role is Role.OUTPUT:
+                    allowed[stat_key(param)] = passed
     comparison = node.comparison
     if comparison is None:
         return None
-    return judge_node(node.name, comparison.rows, mode, hidden, explain=False)
+    found = judge_node(node.name, comparison.rows, mode, hidden, False, inside, allowed)
+    if found is None:
+        return None
+    for key, value in found.allowed_out:
+        allowed[key] = value
+    return found
 
 
 def read_unseen(verdict: NodeVerdict) -> float:
@@ -55,21 +77,38 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
     if mode is DataMode.STRUCTURE:
         return result
     judged: dict[str, NodeVerdict] = {}
-    backward: list[Node] = []
-    for node in target.nodes.values():
-        if node.comparison is None or node.type is NodeType.API_COLLECTION:
-            continue
-        if forward_twin(node.name) is not None:
-            backward.append(node)  # after every forward node: it reads their tensors
-            continue
-        found = _judged(node, mode, 0.0)
-        if found is not None:
-            judged[node.name] = found
-    for node in backward:
+    inner: dict[str, Inside] = {}  # per node: the largest roundoff and gain inside it
+    ordered = [node for node in target.ordered() if node.type is not NodeType.API_COLLECTION]
+    forward = [node for node in ordered if forward_twin(node.name) is None]
+    backward = [node for node in ordered if forward_twin(node.name) is not None]
+    upstream = 0.0  # the largest unit roundoff of the nodes judged so far
+    allowed: dict[StatKey, float] = {}  # tensors a sensitive op's band widened, by stat_key
+    for node in forward + backward:  # children before parents; a backward reads its forward
+        inside = inner.get(node.name)
+        hidden = 0.0
         twin = judged.get(forward_twin(node.name) or "")
-        found = _judged(node, mode, read_unseen(twin) if twin is not None else 0.0)
+        base = inside or _NOTHING
+        if twin is not None:
+            hidden = read_unseen(twin)
+            # a derivative is as sensitive as its function, and reads what it saved
+            inside = Inside(base.roundoff, max(base.gain, twin.gain), twin.scale, upstream)
+        elif upstream > 0.0:
+            inside = Inside(base.roundoff, base.gain, base.saved_scale, upstream)
+        found = _judged(node, mode, hidden, inside, allowed)
         if found is not None:
             judged[node.name] = found
+            if found.roundoff > upstream:
+                upstream = found.roundoff
+        parent = node.parent
+        if parent is None:
+            continue
+        roundoff, gain = (inside.roundoff, inside.gain) if inside is not None else (0.0, 1.0)
+        if found is not None:
+            roundoff, gain = max(roundoff, found.roundoff), max(gain, found.gain)
+        if roundoff > 0.0 or gain > 1.0:
+            above = inner.get(parent.name, _NOTHING)
+            if roundoff > above.roundoff or gain > above.gain:
+                inner[parent.name] = Inside(max(above.roundoff, roundoff), max(above.gain, gain))
     verdicts, introduced = result.verdict, result.introduced
     for name, found in judged.items():
         verdicts[name] = found.verdict
@@ -80,6 +119,9 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
         worst = [verdicts[child.name] for child in node.children if child.name in verdicts]
         verdicts[node.name] = max(worst, default=Verdict.PASS)
     return result
+
+
+_NOTHING = Inside()
 
 
 def _attribute_inside(target: Graph, result: GraphVerdicts) -> None:

@@ -121,7 +121,7 @@ def _number(value: Stat) -> float | None:
 _NUMEL: dict[tuple[object, ...] | None, int] = {}
 
 
-def _numel(shape: tuple[object, ...] | None) -> int:
+def numel_of(shape: tuple[object, ...] | None) -> int:
     """Elements in a tensor of ``shape`` (unknown sizes count 1), once per shape."""
     found = _NUMEL.get(shape)
     if found is None:
@@ -163,7 +163,7 @@ def statistics_difference(target: Param, golden: Param) -> float | None:
         return max(
             max(abs(t_max - g_max), abs(t_min - g_min)) / magnitude,
             abs(t_norm - g_norm) / norm,
-            abs(t_mean - g_mean) * _sqrt(_numel(golden.shape)) / norm,  # over the rms
+            abs(t_mean - g_mean) * _sqrt(numel_of(golden.shape)) / norm,  # over the rms
         )
     return _general(target, golden)
 
@@ -203,7 +203,7 @@ def _general(target: Param, golden: Param) -> float | None:
     if t_norm is not None and g_norm is not None:
         found.append(_ratio(abs(t_norm - g_norm), norm))
     if t_mean is not None and g_mean is not None:
-        rms = norm / math.sqrt(_numel(golden.shape)) if norm else magnitude
+        rms = norm / math.sqrt(numel_of(golden.shape)) if norm else magnitude
         found.append(_ratio(abs(t_mean - g_mean), rms))
     return max(found) if found else None
 
