@@ -27,6 +27,9 @@ VARIANTS = {
     "finfo-fp32": ["--dtype", "fp32", "--attention", "finfo"],
     "finfo-bf16": ["--dtype", "bf16", "--attention", "finfo"],
     "sdpa-fp32": ["--dtype", "fp32", "--attention", "sdpa"],
+    # Llama's rotary embedding at positions 2000.. (a long context), and bf16 autocast
+    "rotary-fp32": ["--dtype", "fp32", "--rotary", "2000"],
+    "rotary-autocast": ["--dtype", "fp32", "--autocast", "--rotary", "2000"],
 }
 
 

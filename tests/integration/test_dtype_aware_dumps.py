@@ -164,3 +164,30 @@ def test_no_dtype_aware_error_on_kernel_swaps_and_finfo_masks(
     mask fill -3.3895e38 against fp32's -3.4028e38: both were the first error before."""
     path = dumps.compare("msprobe", "gpt", 2, variant, golden_variant=golden)
     assert _counts(path, "dtype-aware")["error"] == 0
+
+
+def test_no_dtype_aware_error_under_autocast_with_rotary_embeddings(dumps: Dumps) -> None:
+    """bf16 autocast against fp32, Llama-style with rotary angles up to 2011 rad (graphboard's
+    probe): the fp32-bounded blocks of bf16 matmuls, the fp32 residual stream after them, the
+    rotary multiply of a bf16 operand by an fp32 one. Before the module's inner dtype and the
+    rounding upstream, 5 errors (a block, an RMSNorm's mean and backward)."""
+    path = dumps.compare("graphboard", "llama", 2, "rotary-autocast", golden_variant="rotary-fp32")
+    ours, theirs = _counts(path, "dtype-aware"), _counts(path, "msprobe")
+    print(f"autocast rotary: dtype-aware {ours['error']} errors, msprobe's rules {theirs['error']}")
+    assert ours["error"] == 0
+
+
+def test_the_demo_has_one_dtype_aware_error_the_injected_gelu(tmp_path: Path) -> None:
+    """The demo (tanh GELU in block 0, bf16 softmax in block 1, against fp32): the first
+    introduced error is the GELU, and nothing downstream of the bf16 softmax is an error
+    (before the sensitivity bands: 4 more, fp32 matmuls and a layer_norm backward whose
+    inputs' rounding explains them)."""
+    from graphboard.demo import build_demo
+
+    path = build_demo(tmp_path).path
+    first, before = _first_error_and_errors_before(path)
+    assert first == "Functional.gelu.0.forward" and before == []
+    with open_vis_db(path, path.parent / "cache") as db:
+        db.use_rules("dtype-aware")
+        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000).items
+    assert [node.name for node in errors] == ["Functional.gelu.0.forward"]
