@@ -31,11 +31,11 @@ from graphboard.compare.dtype_sensitivity import (
     backward_family,
     default_band,
     family_of,
+    magnitude,
     operand_of,
     reduced_gradient_band,
     stat_key,
 )
-from graphboard.compare.dtype_sensitivity import carried as carried_difference
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
 from graphboard.dump.records import Param, Role
@@ -203,6 +203,8 @@ def judge_node(
     explain: bool = True,
     inside: Inside | None = None,
     allowed_in: Mapping[StatKey, float] | None = None,
+    upstream: float = 0.0,
+    eager: bool = False,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
@@ -212,7 +214,13 @@ def judge_node(
     node's verdict; the detail panel asks again with it). ``inside``: what the graph knows
     beyond the rows (dtype_sensitivity.Inside: a module's inner dtype and gain, a backward's
     twin's gain and saved magnitudes). ``allowed_in``: per tensor (stat_key), what a
-    sensitive producer allowed it to differ by; an input found there carries that much."""
+    sensitive producer allowed it to differ by; an input found there carries that much.
+    ``upstream``: the largest unit roundoff of the target's tensors made before this node
+    (forward: in execution order; backward: the whole forward's): an input may hold that
+    rounding at its magnitude though both its sides are wider (an fp32 residual stream after
+    a bf16 matmul under autocast), which its statistics need not show. The sensitive band is
+    worked only where the default band does not explain an output, unless ``eager`` (the
+    graph asks for a node's gain when a module or backward relying on it fails)."""
     if not rows:
         return None
     if mode is DataMode.MD5:
@@ -229,14 +237,13 @@ def judge_node(
         family, bound, reducing = Family.DEFAULT, 1.0, backward_family(name)
     else:
         (family, bound), reducing = family_of(name), Family.DEFAULT
-    # the sensitivity bands need each tensor's magnitudes
-    exact = family is not Family.DEFAULT or reducing is not Family.DEFAULT
+    sensitive_op = family is not Family.DEFAULT or reducing is not Family.DEFAULT
     entries: list[_Entry] = []
     outputs: list[tuple[ParamRow, float, float]] = []  # (row, d, roundoff), after the inputs
-    operands: list[Operand] = []
+    tensors: list[tuple[Param, Param, float, float]] = []  # inputs: (t, g, d, rounding held)
     context = inside or _OUTSIDE
-    upstream = context.upstream
     input_difference = hidden_difference
+    held = 0.0  # the largest rounding an input holds
     widest = 0.0  # the largest unit roundoff among the node's tensors
     carried = False  # an input already fails structurally (overflow, dtype, shape)
     for row in rows:
@@ -274,12 +281,10 @@ def judge_node(
                 if allowed is not None and allowed > difference:
                     difference = allowed
             input_difference += difference
-            carries = roundoff if roundoff >= upstream else upstream
-            operands.append(
-                operand_of(target, golden, difference, carries)
-                if exact
-                else Operand(difference, 0.0, carries)
-            )
+            holds = roundoff if roundoff >= upstream else upstream
+            if holds > held:
+                held = holds
+            tensors.append((target, golden, difference, holds))
             if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
                 # a weight is made by nothing the dump shows: beyond one rounding, it is
                 # this node's error
@@ -290,46 +295,52 @@ def judge_node(
     largest_output = 0.0
     gain = 1.0
     sensitive: list[tuple[StatKey, float]] = []
+    operands: list[Operand] | None = None
     inner_roundoff, inner_gain = context.roundoff, context.gain
     for row, difference, roundoff in outputs:
         out_roundoff = roundoff if roundoff >= inner_roundoff else inner_roundoff
-        if reducing is not Family.DEFAULT:
-            assert row.target is not None and row.golden is not None
-            out = operand_of(row.target, row.golden, difference, roundoff)
-            band, found_gain = reduced_gradient_band(
-                operands,
-                hidden_difference,
-                context.saved_scale,
-                out.scale,
-                out_roundoff,
-                out.numel,
-                reducing,
+        relative = input_difference
+        if held > out_roundoff:  # an input narrower than the output holds its rounding
+            relative += sum(
+                holds - d for _t, _g, d, holds in tensors if holds > out_roundoff and holds > d
             )
-        elif exact:
+        band = default_band(relative, out_roundoff) * inner_gain
+        found_gain = 1.0
+        if sensitive_op and (difference > band or eager):
+            # where the default band does not explain the output (or its gain is asked for):
+            # the op's sensitivity
             assert row.target is not None and row.golden is not None
+            if operands is None:
+                operands = [operand_of(t, g, d, holds) for t, g, d, holds in tensors]
             out = operand_of(row.target, row.golden, difference, roundoff)
-            band, found_gain = allowed_difference(
-                operands,
-                hidden_difference,
-                out.scale,
-                out_roundoff,
-                out.numel,
-                family,
-                bound,
-                out.rms * math.sqrt(out.numel),
-            )
-        else:
-            carried_in = sum(carried_difference(operand, out_roundoff) for operand in operands)
-            band = default_band(carried_in + hidden_difference, out_roundoff)
-            found_gain = 1.0
-        if inner_gain > 1.0:  # what the ops inside may amplify, the module may
+            if reducing is not Family.DEFAULT:
+                band, found_gain = reduced_gradient_band(
+                    operands,
+                    hidden_difference,
+                    context.saved_scale,
+                    out.scale,
+                    out_roundoff,
+                    out.numel,
+                    reducing,
+                )
+            else:
+                band, found_gain = allowed_difference(
+                    operands,
+                    hidden_difference,
+                    out.scale,
+                    out_roundoff,
+                    out.numel,
+                    family,
+                    bound,
+                    out.rms * math.sqrt(out.numel),
+                )
             band *= inner_gain
+            if found_gain > 1.0:
+                # the first-order estimate of how far the output may really differ, for the
+                # nodes that read it: its statistics can show far less (dtype_graph.py)
+                sensitive.append((stat_key(row.target), band / MARGIN))
         if found_gain > gain:
             gain = found_gain
-        if found_gain > 1.0 and row.target is not None:
-            # the first-order estimate of how far the output may really differ, for the
-            # nodes that read it: its statistics can show far less (dtype_graph.py)
-            sensitive.append((stat_key(row.target), band / MARGIN))
         if difference > largest_output:
             largest_output = difference
         if difference <= band:
@@ -339,7 +350,8 @@ def judge_node(
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
     found = _node_of(entries, input_difference, largest_output, carried, explain)
     found.gain, found.roundoff = gain, widest
-    found.scale = max((operand.scale for operand in operands), default=0.0)
+    if family is Family.PRODUCT or family is Family.DIVIDE:  # what its backward reads
+        found.scale = max((magnitude(t, g) for t, g, _d, _h in tensors), default=0.0)
     found.allowed_out = tuple(sensitive)
     return found
 

@@ -46,6 +46,8 @@ def _judged(
     hidden: float,
     inside: Inside | None,
     allowed: dict[StatKey, float],
+    upstream: float,
+    eager: bool = False,
 ) -> NodeVerdict | None:
     if allowed and api_name(node.name) in IGNORE_ALL:  # a cast passes its input's on
         tensors = [param for param in node.params or () if param.is_tensor]
@@ -58,7 +60,7 @@ def _judged(
     comparison = node.comparison
     if comparison is None:
         return None
-    found = judge_node(node.name, comparison.rows, mode, hidden, False, inside, allowed)
+    found = judge_node(node.name, comparison.rows, mode, hidden, False, inside, allowed, upstream)
     if found is None:
         return None
     for key, value in found.allowed_out:
@@ -78,23 +80,60 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
         return result
     judged: dict[str, NodeVerdict] = {}
     inner: dict[str, Inside] = {}  # per node: the largest roundoff and gain inside it
-    ordered = [node for node in target.ordered() if node.type is not NodeType.API_COLLECTION]
-    forward = [node for node in ordered if forward_twin(node.name) is None]
-    backward = [node for node in ordered if forward_twin(node.name) is not None]
+    forward: list[tuple[Node, str | None]] = []
+    backward: list[tuple[Node, str | None]] = []
+    for node in target.ordered():  # children before parents
+        if node.type is not NodeType.API_COLLECTION:
+            twin_name = forward_twin(node.name)
+            (forward if twin_name is None else backward).append((node, twin_name))
     upstream = 0.0  # the largest unit roundoff of the nodes judged so far
     allowed: dict[StatKey, float] = {}  # tensors a sensitive op's band widened, by stat_key
-    for node in forward + backward:  # children before parents; a backward reads its forward
+    # how each node was judged, to judge it again eagerly: (hidden, inside, upstream)
+    contexts: dict[str, tuple[float, Inside | None, float]] = {}
+    eager_done: set[str] = set()
+
+    def judge_again_eagerly(node: Node) -> NodeVerdict | None:
+        """A node's verdict with its gain worked even where its default band sufficed."""
+        if node.name in eager_done or node.name not in contexts:
+            return judged.get(node.name)
+        eager_done.add(node.name)
+        hidden, inside, before = contexts[node.name]
+        found = _judged(node, mode, hidden, inside, allowed, before, eager=True)
+        if found is not None:
+            judged[node.name] = found
+        return found
+
+    for node, twin_name in forward + backward:  # a backward reads its forward
         inside = inner.get(node.name)
         hidden = 0.0
-        twin = judged.get(forward_twin(node.name) or "")
-        base = inside or _NOTHING
+        twin = judged.get(twin_name) if twin_name is not None else None
         if twin is not None:
             hidden = read_unseen(twin)
-            # a derivative is as sensitive as its function, and reads what it saved
-            inside = Inside(base.roundoff, max(base.gain, twin.gain), twin.scale, upstream)
-        elif upstream > 0.0:
-            inside = Inside(base.roundoff, base.gain, base.saved_scale, upstream)
-        found = _judged(node, mode, hidden, inside, allowed)
+            inside = _with_twin(inside, twin)
+        contexts[node.name] = (hidden, inside, upstream)
+        found = _judged(node, mode, hidden, inside, allowed, upstream)
+        if found is not None and found.introduced and found.verdict is Verdict.ERROR:
+            # before calling it introduced: the gains its default bands left unworked
+            widened = inside
+            if twin is not None and twin_name is not None:
+                twin = judge_again_eagerly(target.nodes[twin_name]) or twin
+                widened = _with_twin(inner.get(node.name), twin)
+            if node.children:
+                gain = max(
+                    (
+                        again.gain
+                        for child in _descendants(node)
+                        if (again := judge_again_eagerly(child)) is not None
+                    ),
+                    default=1.0,
+                )
+                base = widened or _NOTHING
+                if gain > base.gain:
+                    widened = Inside(base.roundoff, gain, base.saved_scale)
+            if widened != inside:
+                contexts[node.name] = (hidden, widened, upstream)
+                inside = widened
+                found = _judged(node, mode, hidden, inside, allowed, upstream)
         if found is not None:
             judged[node.name] = found
             if found.roundoff > upstream:
@@ -104,7 +143,10 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
             continue
         roundoff, gain = (inside.roundoff, inside.gain) if inside is not None else (0.0, 1.0)
         if found is not None:
-            roundoff, gain = max(roundoff, found.roundoff), max(gain, found.gain)
+            if found.roundoff > roundoff:
+                roundoff = found.roundoff
+            if found.gain > gain:
+                gain = found.gain
         if roundoff > 0.0 or gain > 1.0:
             above = inner.get(parent.name, _NOTHING)
             if roundoff > above.roundoff or gain > above.gain:
@@ -122,6 +164,25 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
 
 
 _NOTHING = Inside()
+
+
+def _with_twin(inside: Inside | None, twin: NodeVerdict) -> Inside | None:
+    """A backward's facts: a derivative is as sensitive as its function (the twin's gain),
+    and reads what the twin saved (its largest input magnitude)."""
+    if twin.gain <= 1.0 and twin.scale <= 0.0:
+        return inside
+    base = inside or _NOTHING
+    return Inside(base.roundoff, max(base.gain, twin.gain), twin.scale)
+
+
+def _descendants(node: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(child.children)
+    return found
 
 
 def _attribute_inside(target: Graph, result: GraphVerdicts) -> None:

@@ -126,17 +126,11 @@ class Inside:
     """What the graph knows of a node beyond its own rows (dtype_graph.py): for a module, the
     largest unit roundoff and gain among the nodes inside it (its computation passed through
     that dtype and may amplify as its ops do); for a backward, its forward twin's gain and
-    the largest magnitude of the tensors the twin saved for it; for every node, the
-    narrowest rounding upstream of it."""
+    the largest magnitude of the tensors the twin saved for it."""
 
     roundoff: float = 0.0
     gain: float = 1.0
     saved_scale: float = 0.0
-    # the largest unit roundoff of the target's tensors made before this node (forward: in
-    # execution order; backward: the whole forward's): an input may carry that rounding at
-    # its magnitude though both of its sides are wider (an fp32 residual stream after a bf16
-    # matmul under autocast), which its statistics need not show
-    upstream: float = 0.0
 
 
 def carried(operand: Operand, out_roundoff: float) -> float:
@@ -324,3 +318,14 @@ def stat_key(param: Param) -> StatKey:
     same tensor read by a later node has the same key (the dumper computes them alike), so a
     consumer finds what a sensitive producer allowed its output (dtype_graph.py)."""
     return (param.dtype, param.shape, param.max, param.min, param.mean, param.norm)
+
+
+def magnitude(target: Param, golden: Param) -> float:
+    """The largest magnitude of a tensor pair's extremes, dtype limits left out (0: none)."""
+    found = 0.0
+    for value in (target.max, target.min, golden.max, golden.min):
+        if isinstance(value, float):
+            size = abs(value)
+            if size > found and (size < 65000.0 or not dtype_limit(value)):
+                found = size  # an inf is a limit: never here
+    return found
