@@ -339,6 +339,10 @@ def judge_node(
                 # the first-order estimate of how far the output may really differ, for the
                 # nodes that read it: its statistics can show far less (dtype_graph.py)
                 sensitive.append((stat_key(row.target), band / MARGIN))
+        elif inner_gain > 1.0 and row.target is not None:
+            # a module whose band its ops' sensitivity widened: its outputs may differ by
+            # that much, which the nodes reading them (outside it) may carry
+            sensitive.append((stat_key(row.target), band / MARGIN))
         if found_gain > gain:
             gain = found_gain
         if difference > largest_output:
