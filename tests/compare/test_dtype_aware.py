@@ -285,3 +285,18 @@ def test_an_argument_given_on_one_side_only_is_a_note() -> None:
     )
     assert found is not None and found.verdict is Verdict.PASS and not found.introduced
     assert found.params[1].reason.startswith("note: an argument given on one side only (None")
+
+
+def test_shapes_that_differ_are_another_call_not_an_error() -> None:
+    """sdpa against eager: the calls sdpa leaves out renumber the rest, so a call is paired
+    with another of other shapes; its numbers say nothing: a warning, not an error."""
+    found = judge_node(
+        "Tensor.__mul__.10.forward",
+        _rows(
+            (tensor("input.0", BF16, shape=(2, 8)), tensor("input.0", shape=(2, 4, 8))),
+            (scaled("output.0", 1.0), tensor("output.0")),
+        ),
+        DataMode.SUMMARY,
+    )
+    assert found is not None and found.verdict is Verdict.WARNING and not found.introduced
+    assert found.reason.startswith("warning: shapes differ")
