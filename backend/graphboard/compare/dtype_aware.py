@@ -359,7 +359,8 @@ def judge_node(
         else:
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
     found = _node_of(entries, input_difference, largest_output, carried, explain)
-    found.gain, found.roundoff = gain, widest
+    # its own ops' gain, and what it took from inside it or from its twin
+    found.gain, found.roundoff = max(gain, inner_gain), widest
     if family is Family.PRODUCT or family is Family.DIVIDE:  # what its backward reads
         found.scale = max((magnitude(t, g) for t, g, _d, _h in tensors), default=0.0)
     found.allowed_out = tuple(sensitive)

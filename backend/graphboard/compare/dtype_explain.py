@@ -13,8 +13,10 @@ from __future__ import annotations
 from graphboard.compare import metrics
 from graphboard.compare.dtype_aware import NodeVerdict, judge_node
 from graphboard.compare.dtype_graph import read_unseen
+from graphboard.compare.dtype_sensitivity import derivative_condition
 from graphboard.compare.engine import pair_params
 from graphboard.compare.result import DataMode, ParamRow
+from graphboard.compare.rules import api_name
 from graphboard.dump.records import Param
 
 
@@ -39,5 +41,7 @@ def explain_node(
     hidden = 0.0
     if twin is not None:
         found = judge_node(twin[0], scored_rows(twin[1], twin[2]), judged_mode, explain=False)
-        hidden = read_unseen(found) if found is not None else 0.0
+        if found is not None:
+            condition = derivative_condition(api_name(name))
+            hidden = read_unseen(found) + (condition - 1.0) * found.input_difference
     return judge_node(name, scored_rows(target, golden), judged_mode, hidden)

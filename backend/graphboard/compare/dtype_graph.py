@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
-from graphboard.compare.dtype_sensitivity import Inside, StatKey, stat_key
+from graphboard.compare.dtype_sensitivity import (
+    Inside,
+    StatKey,
+    derivative_condition,
+    stat_key,
+)
 from graphboard.compare.engine import api_collections
 from graphboard.compare.result import DataMode
 from graphboard.compare.rules import IGNORE_ALL, api_name
@@ -60,7 +65,9 @@ def _judged(
     comparison = node.comparison
     if comparison is None:
         return None
-    found = judge_node(node.name, comparison.rows, mode, hidden, False, inside, allowed, upstream)
+    found = judge_node(
+        node.name, comparison.rows, mode, hidden, False, inside, allowed, upstream, eager
+    )
     if found is None:
         return None
     for key, value in found.allowed_out:
@@ -98,6 +105,12 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
             return judged.get(node.name)
         eager_done.add(node.name)
         hidden, inside, before = contexts[node.name]
+        twin_name = forward_twin(node.name)
+        twin_node = target.nodes.get(twin_name) if twin_name is not None else None
+        if twin_node is not None:  # a backward takes its forward's gain, worked eagerly too
+            twin = judge_again_eagerly(twin_node)
+            if twin is not None:
+                inside = _with_twin(inside, twin)
         found = _judged(node, mode, hidden, inside, allowed, before, eager=True)
         if found is not None:
             judged[node.name] = found
@@ -108,7 +121,9 @@ def score_graph(target: Graph, mode: DataMode) -> GraphVerdicts:
         hidden = 0.0
         twin = judged.get(twin_name) if twin_name is not None else None
         if twin is not None:
-            hidden = read_unseen(twin)
+            # the saved inputs count as often as the derivative's condition makes them
+            condition = derivative_condition(api_name(node.name))
+            hidden = read_unseen(twin) + (condition - 1.0) * twin.input_difference
             inside = _with_twin(inside, twin)
         contexts[node.name] = (hidden, inside, upstream)
         found = _judged(node, mode, hidden, inside, allowed, upstream)

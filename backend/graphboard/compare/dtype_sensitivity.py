@@ -87,6 +87,21 @@ for _name in ("__sub__", "__isub__", "__rsub__", "rsub"):
     FAMILIES[_name] = (Family.LIPSCHITZ, 1.0)
 
 
+# The relative condition number of a derivative with respect to the input it reads: for
+# y = x^p, y' = p x^(p-1) moves by |p - 1| times the input's relative difference (rsqrt:
+# p = -1/2, 1.5; reciprocal: p = -1, 2; a quotient's divisor: a / b^2, 2). A backward node
+# reads its forward's inputs unseen (dtype_graph.py): their difference counts that many times.
+DERIVATIVE_CONDITION = {"rsqrt": 1.5, "reciprocal": 2.0} | {
+    name: 2.0 for name in _FAMILY_NAMES[Family.DIVIDE]
+}
+
+
+def derivative_condition(api: str) -> float:
+    """How many times its forward input's relative difference an API's derivative takes
+    (>= 1: the default band's own assumption)."""
+    return DERIVATIVE_CONDITION.get(api, 1.0)
+
+
 def family_of(api: str) -> tuple[Family, float]:
     """The sensitivity family of an API by its name; DEFAULT for any other."""
     return FAMILIES.get(api, (Family.DEFAULT, 1.0))
