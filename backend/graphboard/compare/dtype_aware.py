@@ -145,6 +145,9 @@ def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
     side only, or an argument (a scalar, a string) whose values must agree."""
     target, golden = row.target, row.golden
     if target is None or golden is None:
+        present = golden if target is None else target
+        if present is not None and present.is_null:  # None on one side, nothing on the other
+            return Verdict.PASS, "None on one side only: nothing to pair", False
         side = "golden" if target is None else "target"
         return Verdict.WARNING, MSG_ONLY.format(side), False
     if target.is_null != golden.is_null:  # None on one side: how the op was called
