@@ -27,6 +27,13 @@ VARIANTS = {
     # model in fp32 (finite): the overflow compare of issue 30
     "overflow": ["--dtype", "fp16", "--scale-mlp", "1", "--mlp-factor", "2e5"],
     "overflow-fp32": ["--dtype", "fp32", "--scale-mlp", "1", "--mlp-factor", "2e5"],
+    # transformers' two attentions: eager's additive mask of torch.finfo(dtype).min, sdpa's None
+    "finfo-fp32": ["--dtype", "fp32", "--attention", "finfo"],
+    "finfo-bf16": ["--dtype", "bf16", "--attention", "finfo"],
+    "sdpa-fp32": ["--dtype", "fp32", "--attention", "sdpa"],
+    # Llama's rotary embedding at positions 2000.. (a long context), and bf16 autocast
+    "rotary-fp32": ["--dtype", "fp32", "--rotary", "2000"],
+    "rotary-autocast": ["--dtype", "fp32", "--autocast", "--rotary", "2000"],
 }
 
 
@@ -63,15 +70,25 @@ class Dumps:
         return out
 
     def compare(
-        self, dumper: str, arch: str, layers: int, variant: str, output_dir: Path | None = None
+        self,
+        dumper: str,
+        arch: str,
+        layers: int,
+        variant: str,
+        output_dir: Path | None = None,
+        golden_variant: str = "fp32",
     ) -> Path:
-        """A compare of the variant against the same model in fp32, built once (per folder)."""
-        out = output_dir or self.root / "builds" / f"{dumper}-{arch}{layers}-{variant}"
+        """A compare of the variant against the same model in fp32 (or ``golden_variant``),
+        built once (per folder)."""
+        name = f"{dumper}-{arch}{layers}-{variant}"
+        if golden_variant != "fp32":
+            name += f"-vs-{golden_variant}"
+        out = output_dir or self.root / "builds" / name
         built = sorted(out.glob("*.vis.db")) if out.is_dir() else []
         if built:
             return built[0]
         target = self.dump(dumper, arch, layers, variant)
-        golden = self.dump(dumper, arch, layers, "fp32")
+        golden = self.dump(dumper, arch, layers, golden_variant)
         return run_build(BuildOptions(target=target, golden=golden, output_dir=out)).path
 
 

@@ -11,7 +11,7 @@ from compare_factories import node, scalar, tensor
 
 from graphboard.compare.engine import compare_pair, pair_params
 from graphboard.compare.result import DataMode, Level, NodeComparison
-from graphboard.dump.records import Param
+from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Node
 
 IN = (1.0, -1.0, 0.1, 10.0)
@@ -306,3 +306,32 @@ def test_dtype_rule_reads_the_golden_name_not_the_target_name() -> None:
         DataMode.SUMMARY,
     )
     assert reverse is not None and reverse.level is Level.ERROR
+
+
+def test_an_argument_none_on_one_side_is_no_error_as_msprobe_judges_it() -> None:
+    """sdpa's ``attn_mask=None`` against eager's mask tensor: msprobe's DType, Shape and
+    RequiresGrad checkers skip a row where either side has no dtype, shape or requires_grad
+    (a null leaf has none), so msprobe's own .vis.db passes the node; so do these rules."""
+    base = [tensor("input.0", IN), tensor("output.0", IN)]
+    absent = Param("input.mask", Role.INPUT)  # a null leaf: every field None
+    assert absent.is_null
+    mask = tensor("input.mask", (0.0, -3.4028234663852886e38, -1.0e38, math.inf))
+    found = score([*base, absent], [*base, mask])
+    assert found.level is Level.PASS
+    assert score([*base, mask], [*base, absent]).level is Level.PASS
+    # a dtype present on both sides still must agree
+    bf16_mask = tensor(
+        "input.mask", (0.0, -3.3895313892515355e38, -1.0e38, math.inf), dtype="torch.bfloat16"
+    )
+    assert score([*base, bf16_mask], [*base, mask]).level is Level.ERROR
+
+
+def test_a_null_leaf_on_one_side_only_is_nothing_to_pair() -> None:
+    """An attention backward with sdpa has no gradient for the attention weights, eager's
+    has a None there: msprobe drops the extra golden item (precision 0 in its own file on
+    transformers' GPT-2 and Llama); a one-sided null leaf raises no warning here either."""
+    base = [tensor("input.0", IN), tensor("output.0", IN)]
+    found = score(base, [*base, Param("input.1", Role.INPUT)])
+    assert found.level is Level.PASS
+    assert score([*base, Param("input.1", Role.INPUT)], base).level is Level.PASS
+    assert score(base, [*base, tensor("input.1", IN)]).level is Level.WARNING  # data: kept

@@ -17,8 +17,10 @@ from graphboard.compare.dtype_aware import (
 from graphboard.compare.dtype_graph import forward_twin
 from graphboard.compare.dtype_noise import (
     DtypeRelation,
+    dtype_limit,
     dtype_relation,
     narrower_roundoff,
+    same_limit,
     statistics_difference,
     tensor_difference,
     unit_roundoff,
@@ -233,3 +235,68 @@ def test_a_backward_reads_its_forward_twins_tensors() -> None:
     # the forward's tensors differ by 0.05: band 2 (0.05 + 4 u) = 0.131 > d 0.0566
     with_twin = judge_node("Functional.mul.0.backward", rows, DataMode.SUMMARY, 0.05)
     assert with_twin is not None and with_twin.verdict is Verdict.PASS
+
+
+FP32_LOWEST, BF16_LOWEST, FP16_LOWEST = -3.4028234663852886e38, -3.3895313892515355e38, -65504.0
+
+
+def test_a_dtype_limit_is_the_same_value_in_every_dtype() -> None:
+    """``torch.finfo(dtype).min`` as a fill: -3.3895e38 (bf16) against -3.4028e38 (fp32) is
+    one constant, not two arguments; a finite number near it is not a limit."""
+    assert dtype_limit(BF16_LOWEST) == dtype_limit(FP32_LOWEST) == dtype_limit(-math.inf) == -1
+    assert dtype_limit(FP16_LOWEST) == -1 and dtype_limit(3.4e38) == 1
+    assert dtype_limit(-3.0e38) == 0 and dtype_limit(-60000.0) == 0 and dtype_limit(1.0) == 0
+    assert same_limit(BF16_LOWEST, FP32_LOWEST) and same_limit(FP16_LOWEST, -math.inf)
+    assert not same_limit(BF16_LOWEST, -FP32_LOWEST)
+    found = judge_node(
+        "Tensor.masked_fill.0.forward",
+        _rows(
+            (scaled("input.0", 1.0), tensor("input.0")),
+            (scalar("input.2", BF16_LOWEST), scalar("input.2", FP32_LOWEST)),
+            (scaled("output.0", 1.0), tensor("output.0")),
+        ),
+        DataMode.SUMMARY,
+    )
+    assert found is not None and found.verdict is Verdict.PASS
+    assert "the same dtype limit" in found.params[1].reason
+
+
+def test_a_mask_filled_at_the_limit_is_judged_by_its_other_extreme() -> None:
+    """An fp16 mask (lowest -65504) against an fp32 one (-3.4e38): the Min is one limit, the
+    Mean and Norm are the fill's; d is the Max's alone: 1.002 against 1, d = 0.002/1.002."""
+    golden = tensor("output.0", FP32, (1.0, FP32_LOWEST, -1.0e37, math.inf))
+    target = tensor("output.0", FP16, (1.002, FP16_LOWEST, -2000.0, 3.0e5))
+    assert statistics_difference(target, golden) == pytest.approx(0.002 / 1.002)
+    moved = tensor("output.0", FP16, (1.5, FP16_LOWEST, -2000.0, 3.0e5))
+    assert statistics_difference(moved, golden) == pytest.approx(0.5 / 1.5)
+
+
+def test_an_argument_given_on_one_side_only_is_a_note() -> None:
+    """sdpa's ``attn_mask=None`` against eager's mask: a difference of call, not an error."""
+    mask = tensor("input.mask", FP32, (0.0, FP32_LOWEST, -1.0e37, math.inf), shape=(12, 12))
+    found = judge_node(
+        "Module.attn.Attention.forward.0",
+        _rows(
+            (scaled("input.0", 1.0), tensor("input.0")),
+            (Param("input.mask", Role.INPUT), mask),
+            (scaled("output.0", 1.0), tensor("output.0")),
+        ),
+        DataMode.SUMMARY,
+    )
+    assert found is not None and found.verdict is Verdict.PASS and not found.introduced
+    assert found.params[1].reason.startswith("note: an argument given on one side only (None")
+
+
+def test_shapes_that_differ_are_another_call_not_an_error() -> None:
+    """sdpa against eager: the calls sdpa leaves out renumber the rest, so a call is paired
+    with another of other shapes; its numbers say nothing: a warning, not an error."""
+    found = judge_node(
+        "Tensor.__mul__.10.forward",
+        _rows(
+            (tensor("input.0", BF16, shape=(2, 8)), tensor("input.0", shape=(2, 4, 8))),
+            (scaled("output.0", 1.0), tensor("output.0")),
+        ),
+        DataMode.SUMMARY,
+    )
+    assert found is not None and found.verdict is Verdict.WARNING and not found.introduced
+    assert found.reason.startswith("warning: shapes differ")

@@ -6,6 +6,15 @@ seed give a golden run (fp32) and targets (bf16 / fp16, optionally with one plan
 
     python dtype_model_script.py OUT --arch gpt --layers 4 --dtype bf16 [--scale-mlp 2]
         [--mlp-factor 1.05] [--gelu tanh] [--dumper msprobe] [--level mix] [--task statistics]
+        [--attention masked|finfo|sdpa] [--rotary OFFSET] [--autocast]
+
+``--attention``: ``masked`` (the default) fills the causal mask with ``-inf`` inside the
+attention; ``finfo`` passes the attention module an additive mask filled with
+``torch.finfo(dtype).min``, as ``transformers``' eager attention does; ``sdpa`` passes it
+``None`` and calls ``scaled_dot_product_attention(is_causal=True)``, as its sdpa attention does.
+``--rotary OFFSET``: rotary position embeddings (Llama's: the frequencies a buffer cast with the
+model, the angles of positions OFFSET.. in fp32). ``--autocast``: an fp32 model run under
+``torch.autocast("cpu", torch.bfloat16)``.
 
 The weights are made in fp32 from the seed and then cast, so every run holds the same model.
 """
@@ -34,21 +43,58 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
 
 
+class Rotary(nn.Module):
+    """Llama's rotary embedding: a frequency buffer (cast with the model), angles in fp32."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__()
+        head = WIDTH // HEADS
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, head, 2).float() / head))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.offset = offset
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        positions = torch.arange(self.offset, self.offset + x.shape[1]).float()
+        angles = positions[:, None] * self.inv_freq.float()[None, :]
+        angles = torch.cat((angles, angles), dim=-1)
+        return angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    first, second = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-second, first), dim=-1) * sin
+
+
 class Attention(nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, attention: str) -> None:
         super().__init__()
         self.qkv = nn.Linear(WIDTH, 3 * WIDTH)
         self.proj = nn.Linear(WIDTH, WIDTH)
+        self.attention = attention
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
         batch, tokens, _ = x.shape
         q, k, v = self.qkv(x).view(batch, tokens, 3, HEADS, WIDTH // HEADS).unbind(2)
-        scores = q.transpose(1, 2) @ k.transpose(1, 2).transpose(-2, -1)
-        mask = torch.ones(tokens, tokens, dtype=torch.bool).triu(1)
-        scores = scores.masked_fill(mask, float("-inf")) / math.sqrt(WIDTH // HEADS)
-        weights = torch.softmax(scores, dim=-1)
-        out = (weights @ v.transpose(1, 2)).transpose(1, 2).reshape(batch, tokens, WIDTH)
-        return self.proj(out)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        if rotary is not None:
+            q, k = rotate(q, *rotary), rotate(k, *rotary)
+        if self.attention == "sdpa":
+            out = functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=True)
+        else:
+            scores = q @ k.transpose(-2, -1)
+            if mask is None:
+                causal = torch.ones(tokens, tokens, dtype=torch.bool).triu(1)
+                scores = scores.masked_fill(causal, float("-inf")) / math.sqrt(WIDTH // HEADS)
+            else:
+                scores = scores / math.sqrt(WIDTH // HEADS) + mask
+            weights = torch.softmax(scores, dim=-1)
+            out = weights @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, tokens, WIDTH))
 
 
 class GptMlp(nn.Module):
@@ -83,30 +129,49 @@ class LlamaMlp(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, arch: str, gelu: str) -> None:
+    def __init__(self, arch: str, gelu: str, attention: str) -> None:
         super().__init__()
         norm = nn.LayerNorm if arch == "gpt" else RMSNorm
         self.norm1, self.norm2 = norm(WIDTH), norm(WIDTH)
-        self.attn = Attention()
+        self.attn = Attention(attention)
         self.mlp: GptMlp | LlamaMlp = GptMlp(gelu) if arch == "gpt" else LlamaMlp()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.norm1(x))
+    def forward(
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        rotary: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        if self.attn.attention == "masked" and rotary is None:  # the original call
+            x = x + self.attn(self.norm1(x))
+        else:  # transformers' way: the mask (None for sdpa) and rotary passed by name
+            x = x + self.attn(self.norm1(x), mask=mask, rotary=rotary)
         return x + self.mlp(self.norm2(x))
 
 
 class Model(nn.Module):
-    def __init__(self, arch: str, layers: int, gelu: str) -> None:
+    def __init__(
+        self, arch: str, layers: int, gelu: str, attention: str = "masked", rotary: int = -1
+    ) -> None:
         super().__init__()
         self.embed = nn.Embedding(VOCAB, WIDTH)
-        self.blocks = nn.ModuleList(Block(arch, gelu) for _index in range(layers))
+        self.blocks = nn.ModuleList(Block(arch, gelu, attention) for _index in range(layers))
         self.norm = nn.LayerNorm(WIDTH) if arch == "gpt" else RMSNorm(WIDTH)
         self.head = nn.Linear(WIDTH, VOCAB, bias=False)
+        self.attention = attention
+        self.rotary = Rotary(rotary) if rotary >= 0 else None
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)
+        mask = None
+        if self.attention == "finfo":  # transformers' eager mask: the dtype's lowest value
+            causal = torch.ones(tokens.shape[1], tokens.shape[1], dtype=torch.bool).triu(1)
+            mask = torch.zeros(causal.shape, dtype=x.dtype).masked_fill(
+                causal, torch.finfo(x.dtype).min
+            )
+        rotary = self.rotary(x) if self.rotary is not None else None
         for block in self.blocks:
-            x = block(x)
+            x = block(x, mask=mask, rotary=rotary)
         return self.head(self.norm(x))
 
 
@@ -139,9 +204,12 @@ def main() -> None:
     parser.add_argument("--dumper", choices=("graphboard", "msprobe"), default="graphboard")
     parser.add_argument("--level", default="mix")
     parser.add_argument("--task", default="statistics")
+    parser.add_argument("--attention", choices=("masked", "finfo", "sdpa"), default="masked")
+    parser.add_argument("--rotary", type=int, default=-1, help="rotary embedding from position N")
+    parser.add_argument("--autocast", action="store_true", help="fp32 model under bf16 autocast")
     args = parser.parse_args()
     torch.manual_seed(0)
-    model = Model(args.arch, args.layers, args.gelu)
+    model = Model(args.arch, args.layers, args.gelu, args.attention, args.rotary)
     tokens = torch.randint(0, VOCAB, (2, TOKENS))
     labels = torch.randint(0, VOCAB, (2, TOKENS))
     model = model.to(DTYPES[args.dtype])
@@ -151,7 +219,8 @@ def main() -> None:
         block.mlp.scale_output(args.mlp_factor)
 
     def step() -> None:
-        logits = model(tokens)
+        with torch.autocast("cpu", torch.bfloat16, enabled=args.autocast):
+            logits = model(tokens)
         loss = functional.cross_entropy(logits.float().reshape(-1, VOCAB), labels.reshape(-1))
         loss.backward()
 

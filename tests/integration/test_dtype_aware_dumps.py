@@ -11,6 +11,7 @@ back through the reader as the server and ``graphboard verdict`` read them.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from dtype_dumps import Dumps, dtype_dumps, scaled_layer
 from graphboard.compare.result import Level
 from graphboard.store.reader import GraphKey, open_vis_db
 from graphboard.verdict_cli import file_verdict
+from msprobe_runner import graph_visualize
 
 __all__ = ["dtype_dumps"]  # the session fixture, shared with the other dtype-aware tests
 
@@ -111,3 +113,81 @@ def test_msprobes_verdicts_stay_as_they_were(dumps: Dumps) -> None:
     plain = _counts(dumps.compare("graphboard", "gpt", 4, "bf16"), "msprobe")
     scaled = _counts(dumps.compare("graphboard", "gpt", 4, "scaled"), "msprobe")
     assert plain == scaled  # the issue's complaint: msprobe's rules cannot tell them apart
+
+
+def _precision(path: Path) -> dict[str, object]:
+    with sqlite3.connect(path) as conn:
+        return dict(
+            conn.execute(
+                "SELECT node_name, precision_index FROM tb_nodes WHERE data_source = 'NPU'"
+            ).fetchall()
+        )
+
+
+def _rank_folder(dump: Path) -> Path:
+    """msprobe's dumper writes step0/proc<pid> (or step0/rank<r>): graph_visualize wants it."""
+    (folder,) = [entry for entry in (dump / "step0").iterdir() if entry.is_dir()]
+    return folder
+
+
+# transformers' kernel swap and bf16 migration on the project's model (msprobe's dumper):
+# sdpa's attention module gets mask=None where eager's gets an additive finfo(dtype).min mask.
+SWAPS = [("sdpa-fp32", "finfo-fp32"), ("finfo-bf16", "finfo-fp32")]
+
+
+@pytest.mark.parametrize(("variant", "golden"), SWAPS)
+def test_msprobe_rules_give_msprobes_precision_on_kernel_swaps_and_masks(
+    dumps: Dumps, variant: str, golden: str, tmp_path: Path
+) -> None:
+    """Node by node against msprobe's own .vis.db of the same dumps: before the null-leaf
+    fix graphboard's msprobe rules made each attention module an error (None against the
+    mask) where msprobe has none."""
+    path = dumps.compare("msprobe", "gpt", 2, variant, golden_variant=golden)
+    target, reference_golden = (dumps.dump("msprobe", "gpt", 2, name) for name in (variant, golden))
+    reference = graph_visualize(
+        tmp_path / "msprobe",
+        "-tp",
+        str(_rank_folder(target)),
+        "-gp",
+        str(_rank_folder(reference_golden)),
+    )
+    ours, theirs = _precision(path), _precision(reference)
+    assert ours == theirs
+    assert sum(value == 1 for value in theirs.values()) > 0 or variant.startswith("sdpa")
+
+
+@pytest.mark.parametrize(("variant", "golden"), SWAPS)
+def test_no_dtype_aware_error_on_kernel_swaps_and_finfo_masks(
+    dumps: Dumps, variant: str, golden: str
+) -> None:
+    """No "arguments differ (None against ...)" for sdpa's absent mask, none for the bf16
+    mask fill -3.3895e38 against fp32's -3.4028e38: both were the first error before."""
+    path = dumps.compare("msprobe", "gpt", 2, variant, golden_variant=golden)
+    assert _counts(path, "dtype-aware")["error"] == 0
+
+
+def test_no_dtype_aware_error_under_autocast_with_rotary_embeddings(dumps: Dumps) -> None:
+    """bf16 autocast against fp32, Llama-style with rotary angles up to 2011 rad (graphboard's
+    probe): the fp32-bounded blocks of bf16 matmuls, the fp32 residual stream after them, the
+    rotary multiply of a bf16 operand by an fp32 one. Before the module's inner dtype and the
+    rounding upstream, 5 errors (a block, an RMSNorm's mean and backward)."""
+    path = dumps.compare("graphboard", "llama", 2, "rotary-autocast", golden_variant="rotary-fp32")
+    ours, theirs = _counts(path, "dtype-aware"), _counts(path, "msprobe")
+    print(f"autocast rotary: dtype-aware {ours['error']} errors, msprobe's rules {theirs['error']}")
+    assert ours["error"] == 0
+
+
+def test_the_demo_has_one_dtype_aware_error_the_injected_gelu(tmp_path: Path) -> None:
+    """The demo (tanh GELU in block 0, bf16 softmax in block 1, against fp32): the first
+    introduced error is the GELU, and nothing downstream of the bf16 softmax is an error
+    (before the sensitivity bands: 4 more, fp32 matmuls and a layer_norm backward whose
+    inputs' rounding explains them)."""
+    from graphboard.demo import build_demo
+
+    path = build_demo(tmp_path).path
+    first, before = _first_error_and_errors_before(path)
+    assert first == "Functional.gelu.0.forward" and before == []
+    with open_vis_db(path, path.parent / "cache") as db:
+        db.use_rules("dtype-aware")
+        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000).items
+    assert [node.name for node in errors] == ["Functional.gelu.0.forward"]

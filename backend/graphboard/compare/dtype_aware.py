@@ -10,14 +10,32 @@ for both rule sets).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_noise import (
     dtype_facts,
+    same_limit,
     statistics_difference,
     tensor_difference,
+)
+from graphboard.compare.dtype_sensitivity import MARGIN as MARGIN
+from graphboard.compare.dtype_sensitivity import OWN_ROUNDINGS as OWN_ROUNDINGS
+from graphboard.compare.dtype_sensitivity import (
+    Family,
+    Inside,
+    Operand,
+    StatKey,
+    allowed_difference,
+    backward_family,
+    default_band,
+    family_of,
+    magnitude,
+    operand_of,
+    reduced_gradient_band,
+    stat_key,
 )
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
@@ -27,14 +45,6 @@ if TYPE_CHECKING:
     from graphboard.compare.noise_reference import NodeNoise
 
 RULES = ("msprobe", "dtype-aware")
-
-# The margin on first-order propagation (docs/dtype-aware.md §3): an output may differ by up
-# to MARGIN times its inputs' differences plus its own rounding before it introduces an error.
-MARGIN = 2.0
-# A node's own rounding, in unit roundoffs of its output: the result's, one intermediate's a
-# fused kernel keeps in the narrow dtype, and two operands' that their statistics need not
-# show (docs/dtype-aware.md §3).
-OWN_ROUNDINGS = 4.0
 
 
 class Verdict(IntEnum):
@@ -68,7 +78,7 @@ class ParamVerdict:
         return self.why.format(d=self.difference, band=self.band)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NodeVerdict:
     verdict: Verdict
     introduced: bool  # the node's own error, not one its inputs carry in
@@ -77,6 +87,10 @@ class NodeVerdict:
     params: tuple[ParamVerdict, ...]
     deciding: ParamVerdict | None = None  # the parameter the verdict comes from
     note: str = ""  # a reason of the node's own (md5, ignored APIs)
+    gain: float = 1.0  # how many times the default band its ops' sensitivity made the band
+    roundoff: float = 0.0  # the largest unit roundoff among its tensors
+    scale: float = 0.0  # the largest magnitude of its inputs (sensitive families only)
+    allowed_out: tuple[tuple[StatKey, float], ...] = ()  # outputs a sensitivity widened
 
     @property
     def reason(self) -> str:
@@ -89,9 +103,17 @@ class NodeVerdict:
 
 
 MSG_DTYPE = "error: dtypes differ and mixed precision does not explain it ({} against {})"
-MSG_SHAPE = "error: shapes differ"
+MSG_SHAPE = (
+    "warning: shapes differ: another call (a kernel swap renumbers the calls it leaves out) "
+    "or the same call on other shapes, not judged by its numbers"
+)
 MSG_OVERFLOW = "error: the target holds inf or nan where the golden is finite"
 MSG_SCALAR = "error: arguments differ ({!r} against {!r})"  # formatted at once: no {d} in it
+MSG_ABSENT = (
+    "note: an argument given on one side only ({} against {}): a difference of call, "
+    "not of arithmetic"
+)
+MSG_LIMIT = "pass: the same dtype limit ({!r} against {!r}), a constant of each dtype"
 MSG_ONLY = "warning: parameter only in the {}"
 MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
 MSG_MD5 = "not judged: md5 mode holds checksums, no numbers to set against a noise band"
@@ -127,10 +149,20 @@ def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
     side only, or an argument (a scalar, a string) whose values must agree."""
     target, golden = row.target, row.golden
     if target is None or golden is None:
+        present = golden if target is None else target
+        if present is not None and present.is_null:  # None on one side, nothing on the other
+            return Verdict.PASS, "None on one side only: nothing to pair", False
         side = "golden" if target is None else "target"
         return Verdict.WARNING, MSG_ONLY.format(side), False
+    if target.is_null != golden.is_null:  # None on one side: how the op was called
+        value = _value_of(golden if target.is_null else target)
+        shown = "a tensor" if (golden if target.is_null else target).is_tensor else repr(value)
+        pair = ("None", shown) if target.is_null else (shown, "None")
+        return Verdict.PASS, MSG_ABSENT.format(*pair), False
     target_value, golden_value = _value_of(target), _value_of(golden)
     if target_value != golden_value and not row.is_output:
+        if same_limit(target_value, golden_value):  # type: ignore[arg-type]
+            return Verdict.PASS, MSG_LIMIT.format(target_value, golden_value), False
         return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value), True
     return Verdict.PASS, "argument agrees", False
 
@@ -145,7 +177,11 @@ def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None
     high, low = target.max, target.min
     if high.__class__ is float and low.__class__ is float and _isfinite(high) and _isfinite(low):
         return None  # nearly always: a finite target has no overflow to judge
-    if _finite_pair(golden) and not _finite_pair(target):
+    if (
+        _finite_pair(golden)
+        and not _finite_pair(target)
+        and not (same_limit(target.max, golden.max) or same_limit(target.min, golden.min))
+    ):
         return MSG_OVERFLOW
     return None
 
@@ -175,6 +211,10 @@ def judge_node(
     mode: DataMode,
     hidden_difference: float = 0.0,
     explain: bool = True,
+    inside: Inside | None = None,
+    allowed_in: Mapping[StatKey, float] | None = None,
+    upstream: float = 0.0,
+    eager: bool = False,
     reference: NodeNoise | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
@@ -182,11 +222,21 @@ def judge_node(
     ``hidden_difference``: the ``d`` of what the node reads besides its dumped inputs (a
     backward node's saved forward tensors: dtype_graph.py), added to its inputs'. Without
     ``explain`` the verdict carries no per-parameter detail (the build stores only the
-    node's verdict; the detail panel asks again with it). ``reference``: a noise reference
-    run's measured ``d`` per parameter key and its arguments (compare/noise_reference.py):
-    where given, a parameter is judged against that measured noise instead of the modelled
-    band, the node's input and output differences are those beyond the reference's, and an
-    argument the reference passed as the target did is no error."""
+    node's verdict; the detail panel asks again with it). ``inside``: what the graph knows
+    beyond the rows (dtype_sensitivity.Inside: a module's inner dtype and gain, a backward's
+    twin's gain and saved magnitudes). ``allowed_in``: per tensor (stat_key), what a
+    sensitive producer allowed it to differ by; an input found there carries that much.
+    ``upstream``: the largest unit roundoff of the target's tensors made before this node
+    (forward: in execution order; backward: the whole forward's): an input may hold that
+    rounding at its magnitude though both its sides are wider (an fp32 residual stream after
+    a bf16 matmul under autocast), which its statistics need not show. The sensitive band is
+    worked only where the default band does not explain an output, unless ``eager`` (the
+    graph asks for a node's gain when a module or backward relying on it fails). ``reference``: a noise
+    reference run's measured ``d`` per parameter key and its arguments
+    (compare/noise_reference.py): where given, a parameter is judged against that measured
+    noise instead of the modelled band, the node's input and output differences are those
+    beyond the reference's, and an argument the reference passed as the target did is no
+    error."""
     if not rows:
         return None
     if reference is not None:
@@ -203,10 +253,19 @@ def judge_node(
     if name in IGNORE_ALL:  # uninitialised buffers and conversions: nothing to judge
         return NodeVerdict(Verdict.PASS, False, 0.0, 0.0, (), note="an API neither rule set judges")
     skip_inputs = name in IGNORE_INPUTS
+    if ".backward" in node_name:  # a derivative: its twin's gain, or a reducing gradient
+        family, bound, reducing = Family.DEFAULT, 1.0, backward_family(name)
+    else:
+        (family, bound), reducing = family_of(name), Family.DEFAULT
+    sensitive_op = family is not Family.DEFAULT or reducing is not Family.DEFAULT
     entries: list[_Entry] = []
-    outputs: list[tuple[ParamRow, float, float, float | None]] = []  # (row, d, roundoff,
-    # the reference's d), after the inputs
+    # (row, d, roundoff, the reference's d), after the inputs
+    outputs: list[tuple[ParamRow, float, float, float | None]] = []
+    tensors: list[tuple[Param, Param, float, float]] = []  # inputs: (t, g, d, rounding held)
+    context = inside or _OUTSIDE
     input_difference = hidden_difference
+    held = 0.0  # the largest rounding an input holds
+    widest = 0.0  # the largest unit roundoff among the node's tensors
     carried = False  # an input already fails structurally (overflow, dtype, shape)
     for row in rows:
         target, golden = row.target, row.golden
@@ -221,6 +280,8 @@ def judge_node(
             entries.append((row, is_output, verdict, None, None, why, own))
             continue
         explained, roundoff = dtype_facts(target.dtype, golden.dtype)
+        if roundoff > widest:
+            widest = roundoff
         problem = _tensor_problem(target, golden, explained)
         if problem is not None and reference is not None:  # -nr: the configuration's?
             stand_in = reference.stand_in(target)
@@ -229,6 +290,9 @@ def judge_node(
             ):  # R differs from the golden too: judged against R's tensor (d_R then 0)
                 row, golden, problem = ParamRow(target, stand_in), stand_in, None
                 explained, roundoff = dtype_facts(target.dtype, golden.dtype)
+        if problem is MSG_SHAPE:  # two different calls paired by their count: no numbers
+            entries.append((row, is_output, Verdict.WARNING, None, None, problem, False))
+            continue
         if problem is not None:
             entries.append((row, is_output, Verdict.ERROR, None, None, problem, is_output))
             carried = carried or not is_output
@@ -257,7 +321,15 @@ def judge_node(
                 why = three_way.MSG_REF_INPUT.format(noise=noise)
                 entries.append((row, False, Verdict.PASS, difference, noise, why, False))
         else:
+            if allowed_in:  # what a sensitive producer allowed this tensor, when larger
+                allowed = allowed_in.get(stat_key(target))
+                if allowed is not None and allowed > difference:
+                    difference = allowed
             input_difference += difference
+            holds = roundoff if roundoff >= upstream else upstream
+            if holds > held:
+                held = holds
+            tensors.append((target, golden, difference, holds))
             if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
                 # a weight is made by nothing the dump shows: beyond one rounding, it is
                 # this node's error
@@ -266,32 +338,96 @@ def judge_node(
             elif explain:  # a passing input: only the detail panel lists it
                 entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
     largest_output = 0.0
+    gain = 1.0
+    sensitive: list[tuple[StatKey, float]] = []
+    operands: list[Operand] | None = None
+    inner_roundoff, inner_gain = context.roundoff, context.gain
     for row, difference, roundoff, noise in outputs:
-        within, beyond = MSG_WITHIN, MSG_BEYOND
-        if noise is None:
-            band = MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
-            departure = difference
-        else:  # measured noise (compare/noise_reference.py)
+        if noise is not None:  # measured noise (compare/noise_reference.py)
             assert reference is not None and row.target is not None
             propagated = departing.explained(row.target, input_difference)
             spread = reference.spread_roundoff(row.target, roundoff)
             band = three_way.reference_band(noise, propagated, spread)
             departure = reference.departure(row.target, difference)
-            within = three_way.MSG_REF_WITHIN.format(noise=noise)
-            beyond = three_way.MSG_REF_BEYOND.format(noise=noise)
-        if departure > largest_output:
-            largest_output = departure
+            if departure > largest_output:
+                largest_output = departure
+            if difference <= band:
+                if explain:
+                    why = three_way.MSG_REF_WITHIN.format(noise=noise)
+                    entries.append((row, True, Verdict.PASS, difference, band, why, False))
+            else:
+                why = three_way.MSG_REF_BEYOND.format(noise=noise)
+                entries.append((row, True, Verdict.ERROR, difference, band, why, True))
+            continue
+        out_roundoff = roundoff if roundoff >= inner_roundoff else inner_roundoff
+        relative = input_difference
+        if held > out_roundoff:  # an input narrower than the output holds its rounding
+            relative += sum(
+                holds - d for _t, _g, d, holds in tensors if holds > out_roundoff and holds > d
+            )
+        band = default_band(relative, out_roundoff) * inner_gain
+        found_gain = 1.0
+        if sensitive_op and (difference > band or eager):
+            # where the default band does not explain the output (or its gain is asked for):
+            # the op's sensitivity
+            assert row.target is not None and row.golden is not None
+            if operands is None:
+                operands = [operand_of(t, g, d, holds) for t, g, d, holds in tensors]
+            out = operand_of(row.target, row.golden, difference, roundoff)
+            if reducing is not Family.DEFAULT:
+                band, found_gain = reduced_gradient_band(
+                    operands,
+                    hidden_difference,
+                    context.saved_scale,
+                    out.scale,
+                    out_roundoff,
+                    out.numel,
+                    reducing,
+                )
+            else:
+                band, found_gain = allowed_difference(
+                    operands,
+                    hidden_difference,
+                    out.scale,
+                    out_roundoff,
+                    out.numel,
+                    family,
+                    bound,
+                    out.rms * math.sqrt(out.numel),
+                )
+            band *= inner_gain
+            if found_gain > 1.0:
+                # the first-order estimate of how far the output may really differ, for the
+                # nodes that read it: its statistics can show far less (dtype_graph.py)
+                sensitive.append((stat_key(row.target), band / MARGIN))
+        elif inner_gain > 1.0 and row.target is not None:
+            # a module whose band its ops' sensitivity widened: its outputs may differ by
+            # that much, which the nodes reading them (outside it) may carry
+            sensitive.append((stat_key(row.target), band / MARGIN))
+        if found_gain > gain:
+            gain = found_gain
+        if difference > largest_output:
+            largest_output = difference
         if difference <= band:
             if explain:
-                entries.append((row, True, Verdict.PASS, difference, band, within, False))
+                entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
         else:
-            entries.append((row, True, Verdict.ERROR, difference, band, beyond, True))
-    return _node_of(entries, input_difference, largest_output, carried, explain)
+            entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
+    found = _node_of(entries, input_difference, largest_output, carried, explain)
+    # its own ops' gain, and what it took from inside it or from its twin
+    found.gain, found.roundoff = max(gain, inner_gain), widest
+    if family is Family.PRODUCT or family is Family.DIVIDE:  # what its backward reads
+        found.scale = max((magnitude(t, g) for t, g, _d, _h in tensors), default=0.0)
+    found.allowed_out = tuple(sensitive)
+    return found
+
+
+_OUTSIDE = Inside()
 
 
 def output_band(input_difference: float, roundoff: float) -> float:
-    """The largest output ``d`` a node's inputs and its own rounding explain."""
-    return MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
+    """The largest output ``d`` a well-conditioned node's inputs and own rounding explain."""
+    return default_band(input_difference, roundoff)
 
 
 def _node_of(

@@ -13,9 +13,11 @@ from __future__ import annotations
 from graphboard.compare import metrics
 from graphboard.compare.dtype_aware import NodeVerdict, judge_node
 from graphboard.compare.dtype_graph import read_unseen
+from graphboard.compare.dtype_sensitivity import derivative_condition
 from graphboard.compare.engine import pair_params
 from graphboard.compare.noise_reference import NodeNoise
 from graphboard.compare.result import DataMode, ParamRow
+from graphboard.compare.rules import api_name
 from graphboard.dump.records import Param
 
 
@@ -44,6 +46,8 @@ def explain_node(
     hidden = 0.0
     if twin is not None:
         twin_rows = scored_rows(twin[1], twin[2])
-        found = judge_node(twin[0], twin_rows, judged_mode, 0.0, False, twin_reference)
-        hidden = read_unseen(found) if found is not None else 0.0
-    return judge_node(name, scored_rows(target, golden), judged_mode, hidden, True, reference)
+        found = judge_node(twin[0], twin_rows, judged_mode, explain=False, reference=twin_reference)
+        if found is not None:
+            condition = derivative_condition(api_name(name))
+            hidden = read_unseen(found) + (condition - 1.0) * found.input_difference
+    return judge_node(name, scored_rows(target, golden), judged_mode, hidden, reference=reference)

@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
+from graphboard.compare.dtype_sensitivity import (
+    Inside,
+    StatKey,
+    derivative_condition,
+    stat_key,
+)
 from graphboard.compare.engine import api_collections
 from graphboard.compare.result import DataMode
+from graphboard.compare.rules import IGNORE_ALL, api_name
+from graphboard.dump.records import Role
 from graphboard.graph.model import Graph, Node, NodeType
 
 if TYPE_CHECKING:
@@ -43,13 +51,44 @@ def forward_twin(name: str) -> str | None:
 
 
 def _judged(
-    node: Node, mode: DataMode, hidden: float, reference: NoiseReference | None = None
+    node: Node,
+    mode: DataMode,
+    hidden: float,
+    inside: Inside | None,
+    allowed: dict[StatKey, float],
+    upstream: float,
+    eager: bool = False,
+    reference: NoiseReference | None = None,
 ) -> NodeVerdict | None:
+    if allowed and api_name(node.name) in IGNORE_ALL:  # a cast passes its input's on
+        tensors = [param for param in node.params or () if param.is_tensor]
+        inputs = [param for param in tensors if param.role is not Role.OUTPUT]
+        passed = allowed.get(stat_key(inputs[0])) if inputs else None
+        if passed is not None:
+            for param in tensors:
+                if param.role is Role.OUTPUT:
+                    allowed[stat_key(param)] = passed
     comparison = node.comparison
     if comparison is None:
         return None
     noise = reference.noise_of(node.name) if reference is not None else None
-    return judge_node(node.name, comparison.rows, mode, hidden, False, noise)
+    found = judge_node(
+        node.name,
+        comparison.rows,
+        mode,
+        hidden,
+        False,
+        inside,
+        allowed,
+        upstream,
+        eager,
+        reference=noise,
+    )
+    if found is None:
+        return None
+    for key, value in found.allowed_out:
+        allowed[key] = value
+    return found
 
 
 def read_unseen(verdict: NodeVerdict) -> float:
@@ -66,21 +105,86 @@ def score_graph(
     if mode is DataMode.STRUCTURE:
         return result
     judged: dict[str, NodeVerdict] = {}
-    backward: list[Node] = []
-    for node in target.nodes.values():
-        if node.comparison is None or node.type is NodeType.API_COLLECTION:
-            continue
-        if forward_twin(node.name) is not None:
-            backward.append(node)  # after every forward node: it reads their tensors
-            continue
-        found = _judged(node, mode, 0.0, reference)
+    inner: dict[str, Inside] = {}  # per node: the largest roundoff and gain inside it
+    forward: list[tuple[Node, str | None]] = []
+    backward: list[tuple[Node, str | None]] = []
+    for node in target.ordered():  # children before parents
+        if node.type is not NodeType.API_COLLECTION:
+            twin_name = forward_twin(node.name)
+            (forward if twin_name is None else backward).append((node, twin_name))
+    upstream = 0.0  # the largest unit roundoff of the nodes judged so far
+    allowed: dict[StatKey, float] = {}  # tensors a sensitive op's band widened, by stat_key
+    # how each node was judged, to judge it again eagerly: (hidden, inside, upstream)
+    contexts: dict[str, tuple[float, Inside | None, float]] = {}
+    eager_done: set[str] = set()
+
+    def judge_again_eagerly(node: Node) -> NodeVerdict | None:
+        """A node's verdict with its gain worked even where its default band sufficed."""
+        if node.name in eager_done or node.name not in contexts:
+            return judged.get(node.name)
+        eager_done.add(node.name)
+        hidden, inside, before = contexts[node.name]
+        twin_name = forward_twin(node.name)
+        twin_node = target.nodes.get(twin_name) if twin_name is not None else None
+        if twin_node is not None:  # a backward takes its forward's gain, worked eagerly too
+            twin = judge_again_eagerly(twin_node)
+            if twin is not None:
+                inside = _with_twin(inside, twin)
+        found = _judged(node, mode, hidden, inside, allowed, before, True, reference)
         if found is not None:
             judged[node.name] = found
-    for node in backward:
-        twin = judged.get(forward_twin(node.name) or "")
-        found = _judged(node, mode, read_unseen(twin) if twin is not None else 0.0, reference)
+        return found
+
+    for node, twin_name in forward + backward:  # a backward reads its forward
+        inside = inner.get(node.name)
+        hidden = 0.0
+        twin = judged.get(twin_name) if twin_name is not None else None
+        if twin is not None:
+            # the saved inputs count as often as the derivative's condition makes them
+            condition = derivative_condition(api_name(node.name))
+            hidden = read_unseen(twin) + (condition - 1.0) * twin.input_difference
+            inside = _with_twin(inside, twin)
+        contexts[node.name] = (hidden, inside, upstream)
+        found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference)
+        if found is not None and found.introduced and found.verdict is Verdict.ERROR:
+            # before calling it introduced: the gains its default bands left unworked
+            widened = inside
+            if twin is not None and twin_name is not None:
+                twin = judge_again_eagerly(target.nodes[twin_name]) or twin
+                widened = _with_twin(inner.get(node.name), twin)
+            if node.children:
+                gain = max(
+                    (
+                        again.gain
+                        for child in _descendants(node)
+                        if (again := judge_again_eagerly(child)) is not None
+                    ),
+                    default=1.0,
+                )
+                base = widened or _NOTHING
+                if gain > base.gain:
+                    widened = Inside(base.roundoff, gain, base.saved_scale)
+            if widened != inside:
+                contexts[node.name] = (hidden, widened, upstream)
+                inside = widened
+                found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference)
         if found is not None:
             judged[node.name] = found
+            if found.roundoff > upstream:
+                upstream = found.roundoff
+        parent = node.parent
+        if parent is None:
+            continue
+        roundoff, gain = (inside.roundoff, inside.gain) if inside is not None else (0.0, 1.0)
+        if found is not None:
+            if found.roundoff > roundoff:
+                roundoff = found.roundoff
+            if found.gain > gain:
+                gain = found.gain
+        if roundoff > 0.0 or gain > 1.0:
+            above = inner.get(parent.name, _NOTHING)
+            if roundoff > above.roundoff or gain > above.gain:
+                inner[parent.name] = Inside(max(above.roundoff, roundoff), max(above.gain, gain))
     verdicts, introduced = result.verdict, result.introduced
     for name, found in judged.items():
         verdicts[name] = found.verdict
@@ -91,6 +195,28 @@ def score_graph(
         worst = [verdicts[child.name] for child in node.children if child.name in verdicts]
         verdicts[node.name] = max(worst, default=Verdict.PASS)
     return result
+
+
+_NOTHING = Inside()
+
+
+def _with_twin(inside: Inside | None, twin: NodeVerdict) -> Inside | None:
+    """A backward's facts: a derivative is as sensitive as its function (the twin's gain),
+    and reads what the twin saved (its largest input magnitude)."""
+    if twin.gain <= 1.0 and twin.scale <= 0.0:
+        return inside
+    base = inside or _NOTHING
+    return Inside(base.roundoff, max(base.gain, twin.gain), twin.scale)
+
+
+def _descendants(node: Node) -> list[Node]:
+    found: list[Node] = []
+    stack = list(node.children)
+    while stack:
+        child = stack.pop()
+        found.append(child)
+        stack.extend(child.children)
+    return found
 
 
 def _attribute_inside(target: Graph, result: GraphVerdicts) -> None:

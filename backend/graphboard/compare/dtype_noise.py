@@ -57,6 +57,40 @@ def narrower_roundoff(target: str | None, golden: str | None) -> float:
     return max(values, default=0.0)
 
 
+# The largest finite value of each floating dtype (torch.finfo(dtype).max: bf16, fp16, fp32,
+# fp64). A value at a dtype's limit is a constant of the code, not a result of arithmetic:
+# ``torch.finfo(dtype).min`` as a mask fill is -3.3895e38 in bf16 and -3.4028e38 in fp32, the
+# same value "for this dtype" (docs/dtype-aware.md §1).
+DTYPE_LIMITS = (3.3895313892515355e38, 65504.0, 3.4028234663852886e38, 1.7976931348623157e308)
+# How near a limit counts as at it: half a bf16 step (2^-8 relative), the coarsest rounding of
+# any dtype here. bf16's and fp32's limits are 2^-8 apart, each is within it of itself; a mask
+# fill plus an ordinary score stays at the limit (the score is far below the limit's ulp).
+LIMIT_TOLERANCE = 2.0**-8
+
+
+def dtype_limit(value: Stat) -> int:
+    """+1 or -1 when ``value`` is a dtype's limit (±inf, or ± a floating dtype's largest finite
+    value), else 0."""
+    if not isinstance(value, float):
+        return 0
+    magnitude = abs(value)
+    if magnitude < 65000.0:  # nearly always: below every limit, fp16's the lowest
+        return 0
+    sign = 1 if value > 0 else -1
+    if magnitude == math.inf:
+        return sign
+    for limit in DTYPE_LIMITS:
+        if abs(magnitude - limit) <= LIMIT_TOLERANCE * limit:
+            return sign
+    return 0
+
+
+def same_limit(first: Stat, second: Stat) -> bool:
+    """Both values a dtype's limit of the same sign (fp16's -65504 and fp32's -3.4e38 too)."""
+    found = dtype_limit(first)
+    return found != 0 and found == dtype_limit(second)
+
+
 _FACTS: dict[tuple[str | None, str | None], tuple[bool, float]] = {}
 
 
@@ -87,7 +121,7 @@ def _number(value: Stat) -> float | None:
 _NUMEL: dict[tuple[object, ...] | None, int] = {}
 
 
-def _numel(shape: tuple[object, ...] | None) -> int:
+def numel_of(shape: tuple[object, ...] | None) -> int:
     """Elements in a tensor of ``shape`` (unknown sizes count 1), once per shape."""
     found = _NUMEL.get(shape)
     if found is None:
@@ -121,13 +155,15 @@ def statistics_difference(target: Param, golden: Param) -> float | None:
     ):
         # max |x| is max(Max, -Min) (Max >= Min): four comparisons instead of four abs()
         magnitude = max(t_max, -t_min, g_max, -g_min)
+        if magnitude >= 65000.0 and (same_limit(t_max, g_max) or same_limit(t_min, g_min)):
+            return _general(target, golden)  # a mask fill at a dtype's limit
         norm = t_norm if t_norm > g_norm else g_norm
         if magnitude <= 0.0 or norm == 0.0:
             return _general(target, golden)
         return max(
             max(abs(t_max - g_max), abs(t_min - g_min)) / magnitude,
             abs(t_norm - g_norm) / norm,
-            abs(t_mean - g_mean) * _sqrt(_numel(golden.shape)) / norm,  # over the rms
+            abs(t_mean - g_mean) * _sqrt(numel_of(golden.shape)) / norm,  # over the rms
         )
     return _general(target, golden)
 
@@ -136,7 +172,10 @@ _isfinite, _sqrt = math.isfinite, math.sqrt
 
 
 def _general(target: Param, golden: Param) -> float | None:
-    """statistics_difference of any statistics: text, integers, inf and NaN, zeros."""
+    """statistics_difference of any statistics: text, integers, inf and NaN, zeros, and the
+    dtype limits: an extreme at the same limit on both sides (a mask fill of
+    ``finfo(dtype).min``) is the same value and measures nothing, and the Mean and Norm, which
+    the fill then dominates, are left out with it: the other extreme alone is compared."""
     t_max, t_min, g_max, g_min = (
         _number(target.max),
         _number(target.min),
@@ -145,6 +184,14 @@ def _general(target: Param, golden: Param) -> float | None:
     )
     t_norm, g_norm = _number(target.norm), _number(golden.norm)
     t_mean, g_mean = _number(target.mean), _number(golden.mean)
+    limit_max = same_limit(target.max, golden.max)
+    limit_min = same_limit(target.min, golden.min)
+    if limit_max or limit_min:
+        if limit_max:
+            t_max = g_max = None
+        if limit_min:
+            t_min = g_min = None
+        t_norm = g_norm = t_mean = g_mean = None
     magnitude = max(
         (abs(value) for value in (t_max, t_min, g_max, g_min) if value is not None), default=0.0
     )
@@ -156,7 +203,7 @@ def _general(target: Param, golden: Param) -> float | None:
     if t_norm is not None and g_norm is not None:
         found.append(_ratio(abs(t_norm - g_norm), norm))
     if t_mean is not None and g_mean is not None:
-        rms = norm / math.sqrt(_numel(golden.shape)) if norm else magnitude
+        rms = norm / math.sqrt(numel_of(golden.shape)) if norm else magnitude
         found.append(_ratio(abs(t_mean - g_mean), rms))
     return max(found) if found else None
 

@@ -1,0 +1,157 @@
+"""The sensitivity-aware bands (compare/dtype_sensitivity.py, docs/dtype-aware.md §3), each
+with its figure worked by hand: B = MARGIN (first-order output difference) + MARGIN 4 u."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from graphboard.compare.dtype_aware import Verdict, judge_node
+from graphboard.compare.dtype_sensitivity import (
+    MARGIN,
+    Family,
+    Operand,
+    allowed_difference,
+    carried,
+    default_band,
+    family_of,
+    reduced_gradient_band,
+)
+from graphboard.compare.result import DataMode, ParamRow
+from graphboard.dump.records import Param, Role
+
+U32, U16, UB16 = 2.0**-24, 2.0**-11, 2.0**-8
+OWN32 = MARGIN * 4 * U32  # an fp32 output's own rounding in the band: 4.77e-7
+
+
+def test_families_are_classified_by_api_name_in_one_table() -> None:
+    assert family_of("sin") == (Family.LIPSCHITZ, 1.0)
+    assert family_of("sigmoid") == (Family.LIPSCHITZ, 0.25)
+    assert family_of("softmax")[0] is Family.SOFTMAX
+    assert family_of("layer_norm")[0] is Family.CENTRED_NORM
+    assert family_of("__truediv__")[0] is Family.DIVIDE
+    assert family_of("__mul__")[0] is Family.PRODUCT
+    assert family_of("linear")[0] is Family.MATMUL
+    assert family_of("__sub__")[0] is Family.LIPSCHITZ  # a difference can cancel
+    assert family_of("embedding")[0] is Family.DEFAULT
+
+
+def test_sin_of_large_angles_is_judged_by_the_angles_absolute_difference() -> None:
+    """Angles up to 2000 rad differing by d = 1e-4 (0.2 rad): |sin'| <= 1, so the output,
+    of magnitude 1, may differ by 0.2: B = 2 (1 x 1e-4 x 2000 / 1) + 4.77e-7 = 0.4000005,
+    where the relative band would be 2 (1e-4 + 4 u) = 2.0e-4."""
+    angles = Operand(1e-4, 2000.0, U32)
+    band, gain = allowed_difference([angles], 0.0, 1.0, U32, 12, Family.LIPSCHITZ, 1.0)
+    assert band == pytest.approx(0.4 + OWN32)
+    assert gain == pytest.approx(band / default_band(1e-4, U32))
+    assert default_band(1e-4, U32) == pytest.approx(2.0e-4 + OWN32)
+
+
+def test_a_well_conditioned_op_keeps_the_relative_band() -> None:
+    """relu of an input of magnitude 1 into an output of magnitude 1: the absolute form,
+    2 (1e-3 x 1 / 1) + 4.77e-7, is below 2 (1e-3 + 4 u): the band stays, the gain is 1."""
+    band, gain = allowed_difference([Operand(1e-3, 1.0, U32)], 0.0, 1.0, U32, 4, Family.LIPSCHITZ)
+    assert (band, gain) == (default_band(1e-3, U32), 1.0)
+
+
+def test_exp_and_softmax_turn_an_absolute_input_difference_into_a_relative_one() -> None:
+    """Logits of magnitude 10 differing by d = 1e-3 (0.01 absolute): exp's relative output
+    difference is expm1(0.01) = 0.0100502, softmax's expm1(2 x 0.01) = 0.0202013."""
+    logits = Operand(1e-3, 10.0, U32)
+    exp_band, _ = allowed_difference([logits], 0.0, 1.0, U32, 4, Family.EXP)
+    assert exp_band == pytest.approx(2 * 0.0100502 + OWN32, rel=1e-5)
+    soft_band, _ = allowed_difference([logits], 0.0, 1.0, UB16, 4, Family.SOFTMAX)
+    assert soft_band == pytest.approx(2 * 0.0202013 + MARGIN * 4 * UB16, rel=1e-5)
+
+
+def test_a_centred_norm_amplifies_by_rms_over_std() -> None:
+    """Inputs of rms 1 and mean 0.9: std = sqrt(1 - 0.81) = 0.43589, so a difference of
+    1e-3 becomes 1e-3 x 2.29416 after the mean is taken away: B = 2 x 2.29416e-3 + 4.77e-7."""
+    data = Operand(1e-3, 2.0, U32, numel=64, rms=1.0, mean=0.9)
+    weight = Operand(0.0, 1.0, U32, numel=8, rms=1.0, mean=1.0)
+    band, gain = allowed_difference([data, weight], 0.0, 3.0, U32, 64, Family.CENTRED_NORM)
+    assert band == pytest.approx(2 * 1e-3 / math.sqrt(0.19) + OWN32)
+    assert gain > 1.0
+    centred = Operand(1e-3, 2.0, U32, numel=64, rms=1.0, mean=0.0)  # already centred: 1
+    band, gain = allowed_difference([centred, weight], 0.0, 3.0, U32, 64, Family.CENTRED_NORM)
+    assert gain == 1.0
+
+
+def test_division_amplifies_the_divisor_by_scale_over_its_smallest_magnitude() -> None:
+    """b in [0.1, 1] differing by d = 1e-3 (of 1): at 0.1 that is 1e-2 relative; with the
+    numerator's 1e-3, B = 2 (1e-3 + 1e-2) + 4.77e-7 = 0.022; a divisor through zero is
+    unbounded: the relative band stays."""
+    numerator = Operand(1e-3, 5.0, U32)
+    divisor = Operand(1e-3, 1.0, U32, smallest=0.1)
+    band, _ = allowed_difference([numerator, divisor], 0.0, 50.0, U32, 4, Family.DIVIDE)
+    assert band == pytest.approx(0.022 + OWN32)
+    through_zero = Operand(1e-3, 1.0, U32, smallest=0.0)
+    band, gain = allowed_difference([numerator, through_zero], 0.0, 50.0, U32, 4, Family.DIVIDE)
+    assert gain == 1.0 and band == default_band(2e-3, U32)
+
+
+def test_a_product_and_a_matmul_are_bounded_by_their_operands_magnitudes() -> None:
+    """Product: |x| <= 2, |c| <= 1, |xc| <= 1.5, each 1% off: 2 x 0.02 x 2/1.5 = 0.053333.
+    Matmul: ‖A‖ = 1 x sqrt(100) = 10, ‖B‖ = 0.5 x 10 = 5, ‖AB‖ = 10, each 0.1% off:
+    2 x 0.002 x 10 x 5 / 10 = 0.02 (the dot products cancel 5-fold)."""
+    x, c = Operand(0.01, 2.0, U32), Operand(0.01, 1.0, U32)
+    band, _ = allowed_difference([x, c], 0.0, 1.5, U32, 4, Family.PRODUCT)
+    assert band == pytest.approx(2 * 0.02 * 2 / 1.5 + OWN32)
+    a = Operand(1e-3, 3.0, U32, numel=100, rms=1.0)
+    b = Operand(1e-3, 1.0, U32, numel=100, rms=0.5)
+    band, _ = allowed_difference([a, b], 0.0, 4.0, U32, 100, Family.MATMUL, 1.0, 10.0)
+    assert band == pytest.approx(0.02 + OWN32)
+
+
+def test_a_sum_cancels_as_many_terms_as_it_adds() -> None:
+    """100 terms of magnitude 1 each 1e-3 off, summing to 0.5: |Δ| <= 100 x 1e-3 = 0.1,
+    d <= 0.2: B = 2 x 0.2 + 4.77e-7."""
+    terms = Operand(1e-3, 1.0, U32, numel=100)
+    band, _ = allowed_difference([terms], 0.0, 0.5, U32, 1, Family.SUM)
+    assert band == pytest.approx(0.4 + OWN32)
+
+
+def test_a_narrower_operand_carries_its_rounding() -> None:
+    """A bf16 operand in an fp32 product (autocast) whose statistics show 1e-4 carries at
+    least u_bf16 = 0.0039; an fp32 one carries what it shows."""
+    assert carried(Operand(1e-4, 1.0, UB16), U32) == UB16
+    assert carried(Operand(1e-4, 1.0, U32), U32) == 1e-4
+    assert carried(Operand(1e-2, 1.0, UB16), U32) == 1e-2
+
+
+def test_a_reducing_gradient_sums_its_terms() -> None:
+    """The gradient of a per-row factor b in y = a b: 10 terms g a per element, |g| <= 1
+    (1e-3 off), |a| <= 2, the gradient's magnitude 5: |Δ| <= 10 x 2 x 1e-3 = 0.02, d <= 0.004:
+    B = 2 x 0.004 + 4.77e-7."""
+    gradient = Operand(1e-3, 1.0, U32, numel=100)
+    band, gain = reduced_gradient_band([gradient], 0.0, 2.0, 5.0, U32, 10, Family.PRODUCT)
+    assert band == pytest.approx(0.008 + OWN32)
+    assert gain > 1.0
+
+
+def _tensor(key: str, stats: tuple[float, float, float, float], shape: tuple[int, ...]) -> Param:
+    role = Role.OUTPUT if key.startswith("output") else Role.INPUT
+    return Param(key, role, "torch.Tensor", "torch.float32", shape, *stats, is_tensor=True)
+
+
+def test_a_cos_node_of_large_angles_passes_where_the_relative_band_fails() -> None:
+    """Rotary angles up to 2000, 1e-4 apart at their extreme (0.2 rad): cos differs by 5%
+    (its Max 0.95 against 1.0): within 2 x 0.2 / 1; under the relative band, 2.0e-4, an
+    error. The same 5% with angles up to 1 (a 1e-4 rad difference) is an error."""
+
+    def node(top: float) -> list[ParamRow]:
+        angles = (
+            _tensor("input.0", (top, 0.0, top / 2, 10.0), (12, 8)),
+            _tensor("input.0", (top * (1 + 1e-4), 0.0, top / 2, 10.0), (12, 8)),
+        )
+        cos = (
+            _tensor("output.0", (0.95, -1.0, 0.1, 6.0), (12, 8)),
+            _tensor("output.0", (1.0, -1.0, 0.1, 6.0), (12, 8)),
+        )
+        return [ParamRow(*angles), ParamRow(*cos)]
+
+    large = judge_node("Tensor.cos.0.forward", node(2000.0), DataMode.SUMMARY)
+    assert large is not None and large.verdict is Verdict.PASS and large.gain > 100
+    small = judge_node("Tensor.cos.0.forward", node(1.0), DataMode.SUMMARY)
+    assert small is not None and small.verdict is Verdict.ERROR and small.introduced
