@@ -153,7 +153,8 @@ def test_a_weight_beyond_the_references_and_one_rounding_is_introduced_here() ->
 
 
 def test_an_argument_the_reference_passes_as_the_target_does_is_no_error() -> None:
-    fill_target, fill_golden = -3.3895313892515355e38, -3.4028234663852886e38
+    # not a dtype's limit (finfo.min fills are one value in every dtype: no error at all)
+    fill_target, fill_golden = -1e4, -1e9
     argument = Param("input.1", Role.INPUT, "float", None, None, value=fill_target)
     golden_argument = Param("input.1", Role.INPUT, "float", None, None, value=fill_golden)
     node_rows = rows((argument, golden_argument), (scaled("output.0", 1.0), tensor("output.0")))
@@ -186,7 +187,8 @@ def test_a_shape_the_reference_differs_in_alike_is_judged_against_the_references
     ours = tensor("output.0", BF16, (1.0, -1.0, 0.0, 10.0))
     node_rows = rows((scaled("input.0", 1.0), tensor("input.0")), (ours, golden))
     modelled = judge_node("Tensor.__mul__.3.forward", node_rows, DataMode.SUMMARY)
-    assert modelled is not None and modelled.verdict is Verdict.ERROR  # shapes differ
+    # shapes differ: two calls paired by their count, a warning under dtype-aware
+    assert modelled is not None and modelled.verdict is Verdict.WARNING
     alike = noise(scaled("input.0", 1.0), tensor("output.0", BF16, (1.0, -1.0, 0.0, 10.0)))
     found = judge_node("Tensor.__mul__.3.forward", node_rows, DataMode.SUMMARY, reference=alike)
     assert found is not None and found.verdict is Verdict.PASS
