@@ -1,0 +1,130 @@
+"""What a tool answered on one case, and whether that names the injected fault.
+
+Every answer is read the way graphboard's reader reads a file (``graphboard verdict``): the
+first node, in execution (node) order, where an error starts, under a rule set; the same
+reader opens msprobe's own ``.vis.db``, so msprobe's answer is its own file's first error by
+the same rule. An answer is then
+
+- ``right``: the faulty module or a node inside it (for a backward-only fault: its backward
+  node or a node inside that);
+- ``near``: inside the faulty module's parent, or inside the same module one layer away;
+- ``wrong``: anything else is the first error;
+- ``missed``: no node is an error (a first *warning* is not an answer).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from graphboard.verdict_cli import file_verdict
+
+MODULE_PREFIX = "Module."
+# A module node's name: Module.<path>.<Class>.<direction>.<call index>
+_MODULE = re.compile(
+    r"^Module\.(?P<path>.+)\.[^.]+\.(?P<direction>forward|backward|parameters_grad)\.\d+$"
+)
+_LAYER = re.compile(r"\.(\d+)(?=\.|$)")
+TARGET = "NPU"  # msprobe's name for the target side in tb_nodes.data_source
+
+RIGHT, NEAR, WRONG, MISSED = "right", "near", "wrong", "missed"
+OUTCOMES = (RIGHT, NEAR, WRONG, MISSED)
+
+
+@dataclass(frozen=True)
+class Answer:
+    first_error: str | None  # None: no node introduces an error
+    errors: int  # error nodes (msprobe's counting: API collections through their children)
+
+
+def answer(path: Path, rules: str) -> Answer:
+    """The first introduced error and the error count of ``path`` under ``rules``."""
+    found = file_verdict(path, rules=rules)
+    first = found.first_error
+    name = first.name if first is not None and first.level == "error" else None
+    return Answer(name, found.counts.error)
+
+
+def parents(path: Path) -> dict[str, str]:
+    """Each target node's parent (``up_node``), from tb_nodes."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        return dict(
+            conn.execute(
+                "SELECT node_name, up_node FROM tb_nodes WHERE data_source = ?", (TARGET,)
+            ).fetchall()
+        )
+
+
+def enclosing_modules(node: str, up: dict[str, str]) -> list[tuple[str, str]]:
+    """(module path, direction) of ``node`` itself and each module above it, innermost first;
+    ``parameters_grad`` counts as backward."""
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    current: str | None = node
+    while current and current not in seen:
+        seen.add(current)
+        match = _MODULE.match(current)
+        if match:
+            direction = match["direction"]
+            found.append((match["path"], "forward" if direction == "forward" else "backward"))
+        current = up.get(current)
+    return found
+
+
+def _inside(path: str, module: str) -> bool:
+    return path == module or path.startswith(module + ".")
+
+
+def _neighbours(module: str) -> list[str]:
+    """The same module one layer before and after (the last layer index in its path)."""
+    found = list(_LAYER.finditer(module))
+    if not found:
+        return []
+    last = found[-1]
+    index = int(last.group(1))
+    return [
+        f"{module[: last.start(1)]}{other}{module[last.end(1) :]}"
+        for other in (index - 1, index + 1)
+        if other >= 0
+    ]
+
+
+def classify(first_error: str | None, up: dict[str, str], module: str, backward: bool) -> str:
+    """right / near / wrong / missed for a fault injected into ``module`` (backward only when
+    ``backward``), the answer ``first_error`` read in a file whose parents are ``up``."""
+    if first_error is None:
+        return MISSED
+    direction = "backward" if backward else "forward"
+    enclosing = [path for path, way in enclosing_modules(first_error, up) if way == direction]
+    if any(_inside(path, module) for path in enclosing):
+        return RIGHT
+    parent = module.rsplit(".", 1)[0] if "." in module else ""
+    innermost = enclosing[0] if enclosing else ""
+    if parent and innermost == parent:
+        return NEAR
+    if any(_inside(path, other) for path in enclosing for other in _neighbours(module)):
+        return NEAR
+    return WRONG
+
+
+def precision_mismatches(ours: Path, theirs: Path) -> list[tuple[str, object, object]]:
+    """(node, ours, theirs) wherever the two files' target precision_index differ, a node
+    present in one file only included (its missing side None)."""
+
+    def read(path: Path) -> dict[str, object]:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            return dict(
+                conn.execute(
+                    "SELECT node_name, precision_index FROM tb_nodes WHERE data_source = ?",
+                    (TARGET,),
+                ).fetchall()
+            )
+
+    mine, other = read(ours), read(theirs)
+    return [
+        (name, mine.get(name), other.get(name))
+        for name in sorted(mine.keys() | other.keys())
+        if mine.get(name) != other.get(name)
+    ]
