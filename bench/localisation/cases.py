@@ -19,7 +19,7 @@ class Dump:
     family: str
     precision: str = "fp32"
     attn: str = "eager"
-    fault: str | None = None  # a model_script.FAULTS key, or "reorder" (noise only)
+    fault: str | None = None  # a model_script.FAULTS key
     module: str | None = None  # the faulty module's path
 
     @property
@@ -167,20 +167,25 @@ FAULTS: dict[str, list[tuple[str, str, int]]] = {
     ],
 }
 
-# Noise-only targets: (family, precision, attention, "reorder" or None).
+# Noise-only targets: (family, precision, attention, None). No "numerically equivalent
+# reordering" here: one that keeps every API call (a Linear's weight stored transposed) gave
+# bit-identical results on CPU, and one that reassociates a product changes the intermediates
+# that the dump pairs by call name, which is then a real difference of those calls.
 NOISE: list[tuple[str, str, str, str | None]] = [
     ("llama", "fp32", "sdpa", None),
     ("qwen2", "fp32", "sdpa", None),
     ("gpt2", "fp32", "sdpa", None),
-    ("llama", "fp32", "eager", "reorder"),
     ("llama", "bf16", "eager", None),
     ("qwen2", "bf16", "eager", None),
     ("gpt2", "bf16", "eager", None),
     ("own-gpt", "bf16", "eager", None),
     ("llama", "fp16", "eager", None),
+    ("qwen2", "fp16", "eager", None),
     ("gpt2", "fp16", "eager", None),
     ("llama", "autocast", "eager", None),
+    ("qwen2", "autocast", "eager", None),
     ("gpt2", "autocast", "eager", None),
+    ("llama", "bf16", "sdpa", None),
 ]
 
 

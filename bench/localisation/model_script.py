@@ -207,21 +207,6 @@ FAULTS: dict[str, Callable[[nn.Module], None]] = {
 }
 
 
-def _reorder(model: nn.Module) -> None:
-    """Noise only: every norm computes weight * (x * r) as (weight * x) * r (the same maths,
-    another rounding order)."""
-    for module in model.modules():
-        if type(module).__name__.endswith("RMSNorm") and hasattr(module, "variance_epsilon"):
-
-            def forward(self: nn.Module, x: torch.Tensor) -> torch.Tensor:
-                dtype = x.dtype
-                x = x.to(torch.float32)
-                r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
-                return ((self.weight * x.to(dtype)) * r.to(dtype)).to(dtype)
-
-            module.forward = types.MethodType(forward, module)  # type: ignore[method-assign]
-
-
 def _module(model: nn.Module, path: str) -> nn.Module:
     try:
         return model.get_submodule(path)
@@ -251,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--precision", choices=sorted(PRECISIONS), default="fp32")
     parser.add_argument("--attn", choices=("eager", "sdpa"), default="eager")
-    parser.add_argument("--fault", choices=sorted([*FAULTS, "reorder"]))
+    parser.add_argument("--fault", choices=sorted(FAULTS))
     parser.add_argument("--module", help="the faulty module's path (model.get_submodule)")
     parser.add_argument("--dumper", choices=("graphboard", "msprobe"), default="msprobe")
     args = parser.parse_args(argv)
@@ -264,9 +249,7 @@ def main(argv: list[str] | None = None) -> None:
         vocab = VOCAB
     tokens = torch.randint(0, vocab, (BATCH, TOKENS))
     labels = torch.randint(0, vocab, (BATCH, TOKENS))
-    if args.fault == "reorder":
-        _reorder(model)
-    elif args.fault is not None:
+    if args.fault is not None:
         if not args.module:
             raise SystemExit("--fault needs --module")
         FAULTS[args.fault](_module(model, args.module))
