@@ -22,11 +22,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -54,6 +56,9 @@ TOOLS = [
     ("msprobe", "ms", "msprobe"),
 ]
 REFERENCE_TOOL = ("gb -nr dtype-aware", "nr", "dtype-aware")
+# Cases build in parallel (separate processes); their files are read one at a time, as the
+# reader's caches are the process's own.
+READING = threading.Lock()
 
 
 def dump_path(data: Path, dumper: str, dump: case_list.Dump) -> Path:
@@ -95,6 +100,9 @@ def rank_folder(dump: Path) -> Path:
 
 
 def run(command: list[str], out: Path) -> Path:
+    built = sorted(out.glob("*.vis.db")) if out.is_dir() else []
+    if len(built) == 1:  # --builds: judged again, not built again
+        return built[0]
     out.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=900)
     if result.returncode != 0:
@@ -109,6 +117,7 @@ def run(command: list[str], out: Path) -> Path:
 class Result:
     case: case_list.Case
     answers: dict[str, str | None] = field(default_factory=dict)  # tool -> first error
+    inherited: set[str] = field(default_factory=set)  # tools whose errors none introduces
     outcomes: dict[str, str] = field(default_factory=dict)  # tool -> right / near / ...
     errors: dict[str, int] = field(default_factory=dict)  # tool -> error nodes
     mismatches: list[tuple[str, object, object]] = field(default_factory=list)
@@ -144,9 +153,18 @@ def evaluate(
         files[build] = run(command, out / build)
         result.seconds[build] = time.perf_counter() - started
     tools = [*TOOLS, REFERENCE_TOOL] if reference else TOOLS
+    with READING:
+        judge(result, files, tools)
+    return result
+
+
+def judge(result: Result, files: dict[str, Path], tools: list[tuple[str, str, str]]) -> None:
+    case = result.case
     for label, build, rules in tools:
         found = answer(files[build], rules)
         result.answers[label] = found.first_error
+        if not found.introduced:
+            result.inherited.add(label)
         result.errors[label] = found.errors
         if case.is_fault:
             assert case.target.module is not None
@@ -154,7 +172,6 @@ def evaluate(
                 found.first_error, parents(files[build]), case.target.module, case.backward_only
             )
     result.mismatches = precision_mismatches(files["gb"], files["ms"])
-    return result
 
 
 def needed_dumps(cases: Iterable[case_list.Case]) -> list[case_list.Dump]:
@@ -200,12 +217,16 @@ def table(results: list[Result], tools: list[str]) -> list[str]:
                 result.outcomes[tool]
                 if result.outcomes[tool] == MISSED
                 else f"{result.outcomes[tool]} ({result.answers[tool]})"
+                + (" *" if tool in result.inherited else "")
                 for tool in tools
             ]
             module = result.case.target.module
             back = " (backward)" if result.case.backward_only else ""
             lines.append(f"| {result.case.name} | {module}{back} | " + " | ".join(cells) + " |")
     lines += [
+        "",
+        "\\* no node introduces an error (each error node has an error among its inputs): "
+        "the answer is the first error node in node order.",
         "",
         "## graphboard's msprobe rules against msprobe's precision_index, node by node",
         "",
@@ -224,6 +245,20 @@ def table(results: list[Result], tools: list[str]) -> list[str]:
     return lines
 
 
+def checkout() -> str:
+    """The graphboard that built the files: its backend folder and that folder's commit."""
+    import graphboard
+
+    backend = Path(graphboard.__file__).resolve().parents[1]
+    commit = subprocess.run(
+        ["git", "-C", str(backend), "log", "-1", "--format=%h %s"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return f"{backend} at {commit[:80] or 'an unknown commit'}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, default=DATA)
@@ -233,8 +268,11 @@ def main() -> None:
         "--dumper", choices=("msprobe", "graphboard"), default="msprobe", help="whose dumps"
     )
     parser.add_argument("--reference", action="store_true", help="also build with -nr")
-    parser.add_argument("--jobs", type=int, default=3, help="dumps made at once")
+    parser.add_argument("--jobs", type=int, default=3, help="dumps made, cases built at once")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument(
+        "--builds", type=Path, help="a former run's builds folder: judge its files again"
+    )
     args = parser.parse_args()
     chosen = [c for c in case_list.all_cases() if not args.cases or args.cases in c.name]
     dumps = needed_dumps(chosen)
@@ -254,16 +292,21 @@ def main() -> None:
     print(f"{len(dumps)} dumps ready in {time.perf_counter() - started:.0f} s", flush=True)
     if args.dumps_only:
         return
-    builds = args.data / "builds" / time.strftime("%Y%m%d-%H%M%S")
-    results = []
-    for case in chosen:
+    builds = args.builds or args.data / "builds" / time.strftime("%Y%m%d-%H%M%S")
+
+    def evaluated(case: case_list.Case) -> Result:
         result = evaluate(case, args.data, builds, args.reference, args.dumper)
         shown = ", ".join(
             f"{tool}: {result.outcomes.get(tool, '')} {result.errors[tool]} err"
             for tool in result.errors
         )
         print(f"{case.name}: {shown}; {len(result.mismatches)} index mismatches", flush=True)
-        results.append(result)
+        return result
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(args.jobs) as pool:
+        results = list(pool.map(evaluated, chosen))
+    seconds = time.perf_counter() - started
     tools = [label for label, _build, _rules in TOOLS]
     if args.reference:
         tools.append(REFERENCE_TOOL[0])
@@ -275,8 +318,11 @@ def main() -> None:
             "",
             f"{sum(r.case.is_fault for r in results)} faults and "
             f"{sum(not r.case.is_fault for r in results)} noise-only migrations, dumped by "
-            f"{'msprobe' if args.dumper == 'msprobe' else 'graphboard'}'s dumper; every golden is the family in fp32 with eager attention. "
-            "Cells of the first table: right / near / wrong / missed.",
+            f"{args.dumper}'s dumper; every golden is the family in fp32 with eager "
+            "attention. Cells of the first table: right / near / wrong / missed.",
+            "",
+            f"graphboard: {checkout()}; transformers {version('transformers')} (dumps); "
+            f"all builds of this run: {seconds:.0f} s wall, {args.jobs} cases at once.",
             "",
         ]
         RESULTS.write_text("\n".join(header + lines) + "\n")

@@ -10,15 +10,23 @@ the same rule. An answer is then
 - ``near``: inside the faulty module's parent, or inside the same module one layer away;
 - ``wrong``: anything else is the first error;
 - ``missed``: no node is an error (a first *warning* is not an answer).
+
+Where nodes are errors but none introduces one, the first error node in node order is the
+answer (flagged in the table).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from graphboard.compare.result import Level
+from graphboard.store.reader import GraphKey, open_vis_db
 from graphboard.verdict_cli import file_verdict
 
 MODULE_PREFIX = "Module."
@@ -35,16 +43,39 @@ OUTCOMES = (RIGHT, NEAR, WRONG, MISSED)
 
 @dataclass(frozen=True)
 class Answer:
-    first_error: str | None  # None: no node introduces an error
+    first_error: str | None  # None: no node is an error
     errors: int  # error nodes (msprobe's counting: API collections through their children)
+    introduced: bool = True  # False: errors, none introduced; first_error is the first of them
 
 
 def answer(path: Path, rules: str) -> Answer:
-    """The first introduced error and the error count of ``path`` under ``rules``."""
+    """The first introduced error and the error count of ``path`` under ``rules``. Where
+    nodes are errors but none introduces one (each has an error among its inputs), the answer
+    is the first error node in node order, as a user scanning the red nodes would find it."""
     found = file_verdict(path, rules=rules)
     first = found.first_error
-    name = first.name if first is not None and first.level == "error" else None
-    return Answer(name, found.counts.error)
+    if first is not None and first.level == "error":
+        return Answer(first.name, found.counts.error)
+    if found.counts.error == 0:
+        return Answer(None, 0)
+    return Answer(first_error_node(path, rules), found.counts.error, introduced=False)
+
+
+def first_error_node(path: Path, rules: str) -> str | None:
+    """The first target node in node order whose level is error under ``rules``."""
+    with (
+        tempfile.TemporaryDirectory(prefix="locbench-") as scratch,
+        open_vis_db(path, Path(scratch)) as db,
+    ):
+        db.use_rules(rules)
+        for stats in sorted(db.graphs(), key=lambda graph: (graph.step, graph.rank)):
+            if stats.side != TARGET:
+                continue
+            view = db.view(GraphKey(TARGET, stats.step, stats.rank))
+            errors = np.flatnonzero(view.columns["level"] == int(Level.ERROR))
+            if len(errors):
+                return str(view.names[int(errors[0])])
+    return None
 
 
 def parents(path: Path) -> dict[str, str]:
