@@ -161,7 +161,7 @@ def evaluate(
 def judge(result: Result, files: dict[str, Path], tools: list[tuple[str, str, str]]) -> None:
     case = result.case
     for label, build, rules in tools:
-        found = answer(files[build], rules)
+        found = answer(files[build], rules, files[build].parent.parent / "reader-cache")
         result.answers[label] = found.first_error
         if not found.introduced:
             result.inherited.add(label)
@@ -322,7 +322,12 @@ def main() -> None:
             "attention. Cells of the first table: right / near / wrong / missed.",
             "",
             f"graphboard: {checkout()}; transformers {version('transformers')} (dumps); "
-            f"all builds of this run: {seconds:.0f} s wall, {args.jobs} cases at once.",
+            + (
+                f"files of {args.builds}, judged again (its builds reused where present, "
+                f"{seconds:.0f} s wall)."
+                if args.builds
+                else f"all builds of this run: {seconds:.0f} s wall, {args.jobs} cases at once."
+            ),
             "",
         ]
         RESULTS.write_text("\n".join(header + lines) + "\n")

@@ -7,7 +7,9 @@ the same rule. An answer is then
 
 - ``right``: the faulty module or a node inside it (for a backward-only fault: its backward
   node or a node inside that);
-- ``near``: inside the faulty module's parent, or inside the same module one layer away;
+- ``near``: directly in the faulty module's parent when that parent lies within one layer
+  (the whole model, parent of a rotary embedding, narrows nothing), or inside the same module
+  one layer away;
 - ``wrong``: anything else is the first error;
 - ``missed``: no node is an error (a first *warning* is not an answer).
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,25 +49,27 @@ class Answer:
     introduced: bool = True  # False: errors, none introduced; first_error is the first of them
 
 
-def answer(path: Path, rules: str) -> Answer:
+def answer(path: Path, rules: str, cache_dir: Path) -> Answer:
     """The first introduced error and the error count of ``path`` under ``rules``. Where
     nodes are errors but none introduces one (each has an error among its inputs), the answer
-    is the first error node in node order, as a user scanning the red nodes would find it."""
-    found = file_verdict(path, rules=rules)
+    is the first error node in node order, as a user scanning the red nodes would find it.
+
+    ``cache_dir`` holds what the reader derives from an msprobe file; it must outlive every
+    read of that file in this process (the reader's graph views are cached process-wide and
+    read their names from there on first use)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    found = file_verdict(path, rules=rules, cache_dir=cache_dir)
     first = found.first_error
     if first is not None and first.level == "error":
         return Answer(first.name, found.counts.error)
     if found.counts.error == 0:
         return Answer(None, 0)
-    return Answer(first_error_node(path, rules), found.counts.error, introduced=False)
+    return Answer(first_error_node(path, rules, cache_dir), found.counts.error, introduced=False)
 
 
-def first_error_node(path: Path, rules: str) -> str | None:
+def first_error_node(path: Path, rules: str, cache_dir: Path) -> str | None:
     """The first target node in node order whose level is error under ``rules``."""
-    with (
-        tempfile.TemporaryDirectory(prefix="locbench-") as scratch,
-        open_vis_db(path, Path(scratch)) as db,
-    ):
+    with open_vis_db(path, cache_dir) as db:
         db.use_rules(rules)
         for stats in sorted(db.graphs(), key=lambda graph: (graph.step, graph.rank)):
             if stats.side != TARGET:
@@ -133,7 +136,7 @@ def classify(first_error: str | None, up: dict[str, str], module: str, backward:
         return RIGHT
     parent = module.rsplit(".", 1)[0] if "." in module else ""
     innermost = enclosing[0] if enclosing else ""
-    if parent and innermost == parent:
+    if _LAYER.search(parent) and innermost == parent:  # a parent that spans layers narrows nothing
         return NEAR
     if any(_inside(path, other) for path in enclosing for other in _neighbours(module)):
         return NEAR

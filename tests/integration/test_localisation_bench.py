@@ -66,6 +66,13 @@ def test_classify(first_error: str | None, backward: bool, expected: str) -> Non
     assert classify(first_error, UP, MLP, backward) == expected
 
 
+def test_a_parent_spanning_every_layer_is_not_near() -> None:
+    """A fault in the model-level rotary embedding: a node directly in the model is wrong."""
+    rotary = "model.rotary_emb"
+    assert classify("Module.model.LlamaModel.forward.0", UP, rotary, False) == WRONG
+    assert classify("Module.model.layers.2.LlamaDecoderLayer.forward.0", UP, rotary, False) == WRONG
+
+
 def test_case_list_meets_the_issue() -> None:
     """At least 30 faults over every precision group, 10 noise-only migrations; a reference
     for every case that is the target without its fault."""
@@ -98,7 +105,7 @@ def test_backward_only_fault_is_classified_on_a_real_build(
     assert case.backward_only and case.target.module == "blocks.1.mlp"
     path = run_build(BuildOptions(target=target, golden=golden, output_dir=tmp_path)).path
     up = parents(path)
-    found = answer(path, "dtype-aware")
+    found = answer(path, "dtype-aware", tmp_path / "cache")
     assert found.errors > 0
     assert classify(found.first_error, up, case.target.module, backward=True) == RIGHT, found
     assert precision_mismatches(path, path) == []
@@ -110,7 +117,7 @@ def test_golden_against_itself_is_missed_with_no_errors(
     _target, golden, case = own_dumps
     path = run_build(BuildOptions(target=golden, golden=golden, output_dir=tmp_path)).path
     for rules in ("dtype-aware", "msprobe"):
-        found = answer(path, rules)
+        found = answer(path, rules, tmp_path / "cache")
         assert found.errors == 0
         assert found.first_error is None
         assert classify(found.first_error, parents(path), str(case.target.module), True) == MISSED
