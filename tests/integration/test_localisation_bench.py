@@ -7,6 +7,7 @@ fault, and the golden against itself).
 from __future__ import annotations
 
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -91,8 +92,10 @@ def test_case_list_meets_the_issue() -> None:
 def own_dumps(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, cases.Case]:
     data = tmp_path_factory.mktemp("localisation")
     case = cases.fault_case("own-gpt", "fp32", "grad", 1)
-    target = make_dump(data, "graphboard", case.target)
-    golden = make_dump(data, "graphboard", case.golden)
+    with ThreadPoolExecutor(2) as pool:  # two processes, mostly torch's import: at once
+        target, golden = pool.map(
+            lambda dump: make_dump(data, "graphboard", dump), (case.target, case.golden)
+        )
     return target, golden, case
 
 
