@@ -3,10 +3,11 @@ fault? graphboard (dtype-aware rules and msprobe's rules) and msprobe's own grap
 side by side, in one run, on real models dumped by msprobe's dumper (bench/localisation/).
 
 python bench/bench_localisation.py                  # dump what is missing, build, print the table
-python bench/bench_localisation.py --record         # also write bench/results/localisation.md
+python bench/bench_localisation.py --record         # also write bench/results/localisation.md (--out)
 python bench/bench_localisation.py --dumps-only     # make the dumps (targets, goldens, references)
 python bench/bench_localisation.py --cases llama-bf16   # only cases whose name contains this
-python bench/bench_localisation.py --reference      # a third graphboard build, -nr REFERENCE
+python bench/bench_localisation.py --reference same # a third graphboard build, -nr REFERENCE
+python bench/bench_localisation.py --reference noisy   # ... REFERENCE with the other attention
 python bench/bench_localisation.py --dumper graphboard  # dumps by graphboard's probe instead
 
 Dumps are cached in ``--data`` (default /work/data/loc, or $GRAPHBOARD_LOC_DATA), by dumper
@@ -56,6 +57,21 @@ TOOLS = [
     ("msprobe", "ms", "msprobe"),
 ]
 REFERENCE_TOOL = ("gb -nr dtype-aware", "nr", "dtype-aware")
+# What the -nr column can show, by the reference it was given (said in the recorded table).
+REFERENCE_NOTES = {
+    "same": [
+        "-nr REFERENCE: the target's precision and kernels without the fault. On one CPU that "
+        "run is bit for bit the target of a noise-only case, so 0 errors there is by "
+        "construction, and a fault case's target departs from it by the fault alone.",
+        "",
+    ],
+    "noisy": [
+        "-nr REFERENCE: the target's precision without the fault, with the other attention "
+        "kernel (eager <-> sdpa; the project's own model, which has one, with its own): a "
+        "reference that differs from the target by kernel noise, as another device's run would.",
+        "",
+    ],
+}
 # Cases build in parallel (separate processes); their files are read one at a time, as the
 # reader's caches are the process's own.
 READING = threading.Lock()
@@ -125,7 +141,11 @@ class Result:
 
 
 def evaluate(
-    case: case_list.Case, data: Path, builds: Path, reference: bool, dumper: str = "msprobe"
+    case: case_list.Case,
+    data: Path,
+    builds: Path,
+    reference: str | None,
+    dumper: str = "msprobe",
 ) -> Result:
     target = dump_path(data, dumper, case.target)
     golden = dump_path(data, dumper, case.golden)
@@ -145,7 +165,8 @@ def evaluate(
         ],
     }
     if reference:
-        noise = dump_path(data, dumper, case.reference)
+        chosen = case.noisy_reference if reference == "noisy" else case.reference
+        noise = dump_path(data, dumper, chosen)
         commands["nr"] = [*commands["gb"][:5], "-nr", str(noise), "-o", str(out / "nr")]
     files: dict[str, Path] = {}
     for build, command in commands.items():
@@ -178,7 +199,7 @@ def needed_dumps(cases: Iterable[case_list.Case]) -> list[case_list.Dump]:
     """Goldens and references first (every case needs one), then the targets."""
     found: dict[str, case_list.Dump] = {}
     for case in cases:
-        for dump in (case.golden, case.reference):
+        for dump in (case.golden, case.reference, case.noisy_reference):
             found.setdefault(dump.name, dump)
     for case in cases:
         found.setdefault(case.target.name, case.target)
@@ -267,9 +288,15 @@ def main() -> None:
     parser.add_argument(
         "--dumper", choices=("msprobe", "graphboard"), default="msprobe", help="whose dumps"
     )
-    parser.add_argument("--reference", action="store_true", help="also build with -nr")
+    parser.add_argument(
+        "--reference",
+        choices=("same", "noisy"),
+        help="also build with -nr: the target's precision and kernels without the fault "
+        "('same'), or with the other attention kernel ('noisy')",
+    )
     parser.add_argument("--jobs", type=int, default=3, help="dumps made, cases built at once")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where --record writes")
     parser.add_argument(
         "--builds", type=Path, help="a former run's builds folder: judge its files again"
     )
@@ -316,6 +343,7 @@ def main() -> None:
         header = [
             "# The localisation benchmark (bench/bench_localisation.py)",
             "",
+            *REFERENCE_NOTES.get(args.reference or "", []),
             f"{sum(r.case.is_fault for r in results)} faults and "
             f"{sum(not r.case.is_fault for r in results)} noise-only migrations, dumped by "
             f"{args.dumper}'s dumper; every golden is the family in fp32 with eager "
@@ -330,7 +358,7 @@ def main() -> None:
             ),
             "",
         ]
-        RESULTS.write_text("\n".join(header + lines) + "\n")
+        args.out.write_text("\n".join(header + lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -63,8 +63,19 @@ class Case:
 
     @property
     def reference(self) -> Dump:
-        """The target's precision and kernels, without the fault."""
+        """The target's precision and kernels, without the fault. On one CPU this run is the
+        target itself for a noise-only case, bit for bit: see ``noisy_reference``."""
         return Dump(self.target.family, self.target.precision, self.target.attn)
+
+    @property
+    def noisy_reference(self) -> Dump:
+        """The target's precision without the fault, with the other attention kernel: a
+        reference that differs from the target by kernel noise, as another device's run
+        would (the project's own models have one attention: theirs is ``reference``)."""
+        if self.target.family.startswith("own-"):
+            return self.reference
+        other = "sdpa" if self.target.attn == "eager" else "eager"
+        return Dump(self.target.family, self.target.precision, other)
 
 
 # Each family's modules by role, ``{L}`` standing for the layer index.

@@ -85,6 +85,10 @@ def test_case_list_meets_the_issue() -> None:
     for case in faults:
         assert case.reference.fault is None
         assert case.reference.precision == case.target.precision
+    for case in every:  # the noisy reference: another kernel, where the family has one
+        noisy = case.noisy_reference
+        assert noisy.fault is None and noisy.precision == case.target.precision
+        assert (noisy.attn != case.target.attn) == (not case.target.family.startswith("own-"))
     assert len({case.name for case in every}) == len(every)
 
 
