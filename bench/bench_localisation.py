@@ -68,7 +68,10 @@ REFERENCE_NOTES = {
     "noisy": [
         "-nr REFERENCE: the target's precision without the fault, with the other attention "
         "kernel (eager <-> sdpa; the project's own model, which has one, with its own): a "
-        "reference that differs from the target by kernel noise, as another device's run would.",
+        "reference that differs from the target by kernel noise, as another device's run would; "
+        "but unlike another device's run, its attention makes other calls (one fused "
+        "scaled_dot_product_attention against matmul / softmax, no mask tensor against one), "
+        "so inside attention the reference has no twin of the target's calls.",
         "",
     ],
 }
