@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
@@ -235,7 +236,14 @@ def _serve(settings: Settings) -> int:
     if previous is not signal.SIG_IGN:
         signal.signal(signal.SIGHUP, hang_up)
     try:
-        server.run()
+        # a second server on this state folder refuses here, in one line (the runner's own
+        # claim at start-up would fail inside uvicorn, with a traceback)
+        with ExitStack() as claimed:
+            if settings.broker_url is None:
+                from graphboard.server.jobs.claim import claimed as state_claimed
+
+                claimed.enter_context(state_claimed(settings.state_root))
+            server.run()
     finally:
         if previous is not signal.SIG_IGN:
             signal.signal(signal.SIGHUP, previous)

@@ -42,5 +42,7 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
         try:
             transaction.enter_context(db.matching_write())
         except WriteRefused as error:
+            if error.busy:
+                raise Conflict(str(error), code="busy") from None
             raise Forbidden(str(error), code="read_only") from None
         yield db

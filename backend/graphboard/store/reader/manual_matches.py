@@ -16,11 +16,15 @@ from typing import Any
 
 from graphboard.errors import StoreError
 from graphboard.store import matches
-from graphboard.store.reader.opening import OpenFile, Source
+from graphboard.store.reader.opening import BUSY_SECONDS, OpenFile, Source
 
 
 class WriteRefused(StoreError):
     """The file cannot take a write now: another writer holds it, or it is read-only."""
+
+    def __init__(self, message: str, *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy  # another writer held the file past the busy wait: try again
 
 
 class ManualMatches(OpenFile):
@@ -35,13 +39,22 @@ class ManualMatches(OpenFile):
             matches.create_tables(self.conn)  # a write too: the first match of a file
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+                raise WriteRefused(
+                    f"{self.path.name}: another writer held the file for {BUSY_SECONDS:g} s; "
+                    "try again",
+                    busy=True,
+                ) from None
             raise WriteRefused(f"{self.path.name}: cannot write: {error}") from None
         try:
             self.refresh()  # what committed while this request waited for the lock
             yield
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite has rolled back already after some errors (a full disk, an I/O error):
+            # a second ROLLBACK would hide the error that ended the transaction.
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
         if self.source is Source.MSPROBE and derived is not None:
             self.derived_before_write = derived
