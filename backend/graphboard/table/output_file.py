@@ -3,8 +3,10 @@ interrupted export leaves nothing half-written under that name."""
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 
@@ -15,4 +17,24 @@ def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
         write(temporary)
         os.replace(temporary, path)
     finally:
-        temporary.unlink(missing_ok=True)
+        # a read-only folder, where it was never made: the write's error is the one to tell
+        with suppress(OSError):
+            temporary.unlink(missing_ok=True)
+
+
+def claim_name(written: Path, path: Path, *, overwrite: bool) -> None:
+    """Move the finished ``written`` to ``path`` (same folder); unless ``overwrite``, never
+    over an existing file (FileExistsError), checked atomically by a hard link."""
+    if overwrite:
+        os.replace(written, path)
+        return
+    try:
+        os.link(written, path)
+    except FileExistsError:
+        raise
+    except OSError:  # a filesystem without hard links: checked, then renamed
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(written, path)
+        return
+    written.unlink()
