@@ -27,7 +27,8 @@ from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import matching
 from graphboard.server.errors import Conflict
 from graphboard.server.settings import Settings
-from graphboard.store.reader import GraphKey, held_files, open_vis_db
+from graphboard.store.reader import GraphKey, held_files, open_vis_db, opening
+from graphboard.suggest.rejections import reject
 from renamed_dumps import renamed_compare
 
 CLIENT = Path(__file__).parents[1] / "concurrent_writers.py"
@@ -196,3 +197,32 @@ def test_opening_and_closing_a_file_keeps_a_write_transactions_lock(
         )
     assert other.stdout.strip() == "database is locked", other.stdout + other.stderr
     assert held_files.held_count() == 0  # every descriptor closed with its last connection
+
+
+@pytest.mark.parametrize("held", ["RESERVED", "SHARED"])
+def test_a_writer_held_off_past_the_busy_wait_gets_409_busy(
+    compare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: str
+) -> None:
+    """Another connection holds the file past the (shortened) busy wait: at the start of the
+    write (a writer's RESERVED lock) or at its commit (a reader's SHARED lock, which the
+    commit must wait out). Either is a 409 'busy', and nothing of the write is kept."""
+    path = tmp_path / "run.vis.db"
+    shutil.copy(compare, path)
+    settings = Settings(data_dir=tmp_path, state_dir=tmp_path / "state")
+    reject(path, settings, 0, 0, "Module.a.forward.0", "Module.b.forward.0")  # tables made
+    monkeypatch.setattr(opening, "BUSY_SECONDS", 0.2)
+    other = sqlite3.connect(path, isolation_level=None)
+    if held == "RESERVED":
+        other.execute("BEGIN IMMEDIATE")
+    else:
+        other.execute("BEGIN")
+        other.execute("SELECT count(*) FROM tb_nodes").fetchone()  # SHARED until ROLLBACK
+    try:
+        with pytest.raises(Conflict) as refused:
+            reject(path, settings, 0, 0, "Module.c.forward.0", "Module.d.forward.0")
+    finally:
+        other.execute("ROLLBACK")
+    assert refused.value.code == "busy" and "try again" in str(refused.value)
+    kept = other.execute("SELECT target FROM gb_suggest_rejections").fetchall()
+    other.close()
+    assert kept == [("Module.a.forward.0",)]

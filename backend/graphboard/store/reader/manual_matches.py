@@ -39,17 +39,17 @@ class ManualMatches(OpenFile):
             matches.create_tables(self.conn)  # a write too: the first match of a file
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
-            if error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-                raise WriteRefused(
-                    f"{self.path.name}: another writer held the file for {BUSY_SECONDS:g} s; "
-                    "try again",
-                    busy=True,
-                ) from None
-            raise WriteRefused(f"{self.path.name}: cannot write: {error}") from None
+            raise self._refused(error) from None
         try:
             self.refresh()  # what committed while this request waited for the lock
             yield
-            self.conn.execute("COMMIT")
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.OperationalError as error:
+                # readers still held the file after the busy wait: the commit needs them gone
+                if not _busy(error):
+                    raise
+                raise self._refused(error) from None
         except BaseException:
             # SQLite has rolled back already after some errors (a full disk, an I/O error):
             # a second ROLLBACK would hide the error that ended the transaction.
@@ -58,6 +58,15 @@ class ManualMatches(OpenFile):
             raise
         if self.source is Source.MSPROBE and derived is not None:
             self.derived_before_write = derived
+
+    def _refused(self, error: sqlite3.OperationalError) -> WriteRefused:
+        if _busy(error):
+            return WriteRefused(
+                f"{self.path.name}: another connection held the file for {BUSY_SECONDS:g} s; "
+                "try again",
+                busy=True,
+            )
+        return WriteRefused(f"{self.path.name}: cannot write: {error}")
 
     def record_action(
         self,
@@ -87,3 +96,9 @@ class ManualMatches(OpenFile):
         undone = matches.action(self.conn, last.id)
         assert undone is not None
         return undone, restored
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (their extended codes too): another connection held the
+    file past the busy wait."""
+    return error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
