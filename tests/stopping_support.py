@@ -104,3 +104,22 @@ def assert_all_gone(processes: dict[int, str]) -> None:
         wait_for(lambda: not running(processes), CHILDREN_GONE_SECONDS, "the children to end")
     except AssertionError:
         raise AssertionError(f"still running: {running(processes)} of {processes}") from None
+
+
+def tagged(tag: str) -> list[int]:
+    """Running processes whose environment holds ``GRAPHBOARD_TEST_TAG=<tag>``: a command
+    started with it and every process below it, even those orphaned when it ended (their
+    parent is then init, so walking down from its pid would miss them)."""
+    needle = f"GRAPHBOARD_TEST_TAG={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+        stat = _stat(int(entry.name))
+        if needle in environment.split(b"\0") and stat is not None and stat[1] not in "ZX":
+            found.append(int(entry.name))
+    return found

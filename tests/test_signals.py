@@ -3,22 +3,27 @@ it: exit 128 + the signal, the output folder as it was, and no child left runnin
 
 from __future__ import annotations
 
+import os
+import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from dumpmaker import USER_FILE, assert_nothing_written, output_folder
 from stopping_support import (
+    CHILDREN_GONE_SECONDS,
     assert_all_gone,
     default_stop_signals,
     descendants,
     synthetic_dump,
+    tagged,
     wait_for,
 )
-from test_cli import COMMAND
+from test_cli import COMMAND, graph_build
 
 STOP_SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
 
@@ -151,6 +156,64 @@ def test_a_signal_ignored_by_the_caller_stays_ignored(dumps: Path, tmp_path: Pat
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
     assert Path(stdout.strip()).is_file()
+
+
+STOP_SECONDS = 5.0  # what the issue allows a stopped compare
+TRIES = 20
+
+
+def test_sigterm_at_random_moments_stops_a_compare_within_5_seconds(
+    dumps: Path, tmp_path: Path
+) -> None:
+    """Issue 30, point 0: SIGTERM at a random moment of a compare (its golden side read
+    aside in a pool process), 20 times: each run ends within 5 s with 143 (or, before its
+    handlers are in place, by the signal itself), leaves only the user's file in the output
+    folder, no process of its own running (found by an environment tag, so orphans count
+    too), and no leaked semaphore reported."""
+    arguments = ["-tp", dumps / "target", "-gp", dumps / "golden", "-q", "--workers", "2"]
+    (tmp_path / "whole").mkdir()
+    whole = output_folder(tmp_path / "whole")
+    started = time.monotonic()
+    finished = graph_build(*arguments, "-o", whole)
+    assert finished.returncode == 0, finished.stderr
+    span = time.monotonic() - started  # the moments are drawn over a whole run
+    seed = random.randrange(1 << 30)
+    moments = random.Random(seed).sample(range(int(span * 1000)), TRIES)
+    failures = []
+    for index, moment in enumerate(moments):
+        try_dir = tmp_path / f"try{index}"
+        try_dir.mkdir()
+        out = output_folder(try_dir)
+        tag = f"{os.getpid()}-{seed}-{index}"
+        with (try_dir / "stderr").open("w") as errors:
+            process = subprocess.Popen(
+                [*COMMAND, *map(str, arguments), "-o", str(out)],
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                env={**os.environ, "GRAPHBOARD_TEST_TAG": tag},
+                preexec_fn=default_stop_signals,
+            )
+        time.sleep(moment / 1000)
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            failures.append(f"try {index} at {moment} ms: still running {STOP_SECONDS} s later")
+        try:
+            wait_for(lambda tag=tag: not tagged(tag), CHILDREN_GONE_SECONDS, "its processes to end")
+        except AssertionError:
+            failures.append(f"try {index} at {moment} ms: processes left {tagged(tag)}")
+        stderr = (try_dir / "stderr").read_text()
+        if process.returncode not in (128 + signal.SIGTERM, -signal.SIGTERM, 0):
+            failures.append(f"try {index} at {moment} ms: exit {process.returncode}: {stderr}")
+        if "leaked" in stderr or "Traceback" in stderr:
+            failures.append(f"try {index} at {moment} ms: {stderr}")
+        left = sorted(entry.name for entry in out.iterdir())
+        if process.returncode != 0 and left != [USER_FILE]:
+            failures.append(f"try {index} at {moment} ms: left {left}")
+    assert not failures, f"seed {seed}, a whole run {span:.1f} s:\n" + "\n".join(failures)
 
 
 if sys.platform != "linux":  # /proc, and the signals' behaviour, are Linux's here

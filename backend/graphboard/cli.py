@@ -6,8 +6,10 @@ import argparse
 import json
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, NoReturn
@@ -152,6 +154,15 @@ def _run_build(args: argparse.Namespace) -> int:
         raise GraphboardError("-nr needs a golden dump (-gp)")
     if args.auto_match is not None and not (args.golden_path and 0 <= args.auto_match <= 1):
         raise GraphboardError("--auto-match needs a golden dump (-gp) and a confidence from 0 to 1")
+    if args.auto_match is not None:
+        from graphboard.build.output import current_umask
+
+        if current_umask() & stat.S_IWUSR:  # checked before any work: nothing is written
+            raise GraphboardError(
+                f"--auto-match: the umask {current_umask():04o} makes the new .vis.db "
+                "read-only, so no match could be saved in it; build under a umask that lets "
+                "its owner write (umask 022), or leave out --auto-match"
+            )
     options = BuildOptions(
         target=Path(args.target_path),
         golden=Path(args.golden_path) if args.golden_path else None,
@@ -251,7 +262,14 @@ def _serve(settings: Settings) -> int:
     if previous is not signal.SIG_IGN:
         signal.signal(signal.SIGHUP, hang_up)
     try:
-        server.run()
+        # a second server on this state folder refuses here, in one line (the runner's own
+        # claim at start-up would fail inside uvicorn, with a traceback)
+        with ExitStack() as claimed:
+            if settings.broker_url is None:
+                from graphboard.server.jobs.claim import claimed as state_claimed
+
+                claimed.enter_context(state_claimed(settings.state_root))
+            server.run()
     finally:
         if previous is not signal.SIG_IGN:
             signal.signal(signal.SIGHUP, previous)

@@ -23,12 +23,47 @@ def part_paths(output_dir: Path, name: str, count: int) -> list[Path]:
     return [stem.with_name(f"{stem.name}.part{index}") for index in range(count)]
 
 
-def ensure_output_dir(options: BuildOptions) -> None:
+def check_output_name(name: str) -> None:
+    """--name is a file name inside the output folder (-o), never a path: ``../x.vis.db`` or
+    an absolute name would write where the operator did not point -o."""
+    separators = {os.sep, *([os.altsep] if os.altsep else []), "\0"}
+    if name in ("", ".", "..") or any(mark in name for mark in separators):
+        raise StoreError(
+            f"--name {name!r}: expected a file name inside the output folder (-o), "
+            "not a path; use -o to choose the folder"
+        )
+
+
+def current_umask() -> int:
+    """This process's umask: read from Linux's /proc without changing it; elsewhere set and
+    restored at once (only commands call this, never a server's threads)."""
     try:
-        options.output_dir.mkdir(parents=True, exist_ok=True)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def ensure_output_dir(options: BuildOptions) -> None:
+    make_output_dir(options.output_dir)
+
+
+def make_output_dir(folder: Path) -> None:
+    """Create the output folder (-o) if missing, or say in one line why it cannot be."""
+    if folder.is_symlink() and not folder.exists():
+        raise StoreError(
+            f"{folder}: cannot create the output folder: it is a symbolic link to "
+            f"{os.readlink(folder)}, which does not exist"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise StoreError(
-            f"{options.output_dir}: cannot create the output folder: {error.strerror or error}"
+            f"{folder}: cannot create the output folder: {error.strerror or error}"
         ) from None
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from graphboard.build.options import BuildOptions, Task
+from graphboard.build.output import check_output_name
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.dump.layout import DumpLayout, LayoutKind, discover
 from graphboard.errors import CompareError
@@ -41,6 +42,8 @@ class BuildPlan:
 
 def plan_build(options: BuildOptions) -> BuildPlan:
     """Find and pair the dumps' step and rank folders; raise on anything that cannot build."""
+    if options.output_name is not None:
+        check_output_name(options.output_name)
     warnings: list[str] = []
     missing: dict[str, Any] = {}
     started_at = datetime.now()

@@ -210,3 +210,11 @@ def _kill_workers(pool: ProcessPoolExecutor) -> None:
         worker.kill()
     for worker in workers:
         worker.join()
+    # A worker killed while it sent its result (a golden side's records: tens of megabytes)
+    # leaves the pool's reading thread blocked for the rest of that message forever: this
+    # process holds the result pipe's write end too, so no end of file ever comes, and
+    # shutdown would wait for that thread for ever (SIGTERM mid-compare hanging past 15 s,
+    # its pool's semaphores reported leaked once it was SIGKILLed). With every worker gone,
+    # that write end is the last: closing it ends the read, and the thread marks the pool
+    # broken and stops as for any dead worker.
+    pool._result_queue._writer.close()  # type: ignore[attr-defined]

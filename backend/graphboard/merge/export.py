@@ -15,12 +15,14 @@ import json
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphboard.build.output import make_output_dir
 from graphboard.dump.jsonio import load_json_object
 from graphboard.dump.records import STAT_FIELDS, Param, Role, is_parameters_grad
-from graphboard.errors import GraphboardError
+from graphboard.errors import GraphboardError, StoreError
 from graphboard.graph.model import ROOT_NAME, Graph, Node
 from graphboard.merge.plan import ReplicaTask
 from graphboard.merge.stage import merged_sides
@@ -218,24 +220,41 @@ def export_merged(tasks: Sequence[ReplicaTask], output_dir: Path) -> list[Path]:
         raise GraphboardError(
             f"--file_type json: {taken[0]} already exists; give an empty output folder (-o)"
         )
-    output_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".graphboard-export-", dir=output_dir))
+    make_output_dir(output_dir)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".graphboard-export-", dir=output_dir))
+    except OSError as error:
+        raise StoreError(f"{output_dir}: cannot write the export: {_reason(error)}") from None
     try:
         for task, target in zip(tasks, targets, strict=True):
             _write_task(task, staging / target.relative_to(output_dir))
         for target in targets:
             target.parent.mkdir(exist_ok=True)
             (staging / target.relative_to(output_dir)).rename(target)
+    except OSError as error:  # a full disk, a folder made read-only meanwhile
+        _remove_moved(targets)
+        where = error.filename or output_dir
+        raise StoreError(f"{where}: cannot write the export: {_reason(error)}") from None
     except BaseException:
-        for target in targets:  # a rename that went through before a later one failed
-            if target.exists():
-                shutil.rmtree(target)
-            if target.parent.is_dir() and not any(target.parent.iterdir()):
-                target.parent.rmdir()
+        _remove_moved(targets)
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return targets
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _remove_moved(targets: list[Path]) -> None:
+    """Remove the folders a failed export had moved into place already."""
+    for target in targets:
+        with suppress(OSError):
+            if target.exists():
+                shutil.rmtree(target)
+            if target.parent.is_dir() and not any(target.parent.iterdir()):
+                target.parent.rmdir()
 
 
 def json_export_wanted(merged: bool, compare: bool) -> bool:

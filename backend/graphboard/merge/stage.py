@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from graphboard.build import stages
 from graphboard.dump.layout import RankDir
+from graphboard.errors import GraphboardError
 from graphboard.graph.builder import DumpRecords
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 from graphboard.merge.apis import merge_api_collections, sort_by_rank
@@ -22,7 +23,7 @@ from graphboard.merge.layout import Replica, Strategy, strategy_of
 from graphboard.merge.plan import ReplicaTask
 from graphboard.merge.pp import merge_pp
 from graphboard.merge.tp import Merges, merge_tp
-from graphboard.merge.vpp import merge_vpp
+from graphboard.merge.vpp import has_chunks, merge_vpp
 
 Reader = Callable[[stages.Side], DumpRecords]
 
@@ -57,6 +58,12 @@ def merge_graphs(flags: ParallelFlags, replica: Replica, graphs: Mapping[int, Gr
             merge_api_collections(chain, ranks)
         split, joined = merge_pp(chain, ranks)
         if flags.vpp > 1:  # TP+PP and the full strategy merge each chain's chunks too
+            if not has_chunks(chain[0]):  # else the flag would be ignored without a word
+                raise GraphboardError(
+                    f"--vpp {flags.vpp}: the dump of rank {ranks[0]} has no virtual-pipeline "
+                    "chunks (no top-level module named Module.<chunk>.*, as a model list "
+                    "is dumped); drop --vpp, or give the dump of a virtual-pipeline run"
+                )
             merge_vpp(chain[0], flags.vpp, split, joined)
     if len(firsts) < 2:
         return {}

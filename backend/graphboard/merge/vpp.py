@@ -138,6 +138,16 @@ class _ChunkMerge:
                 node.name = with_chunk(node.name, CHUNK_0)
 
 
+def has_chunks(graph: Graph) -> bool:
+    """Whether ``graph`` holds model chunks: a virtual pipeline's model is a list, so its
+    top-level modules are named ``Module.<chunk>....``; a model without one has none."""
+    return any(
+        _chunk(node.name) is not None
+        for node in graph.root.children
+        if node.type is NodeType.MODULE
+    )
+
+
 def merge_vpp(graph: Graph, vpp: int, split: set[str], joined: set[Node]) -> None:
     """Merge the model chunks of the pipeline-merged ``graph`` into chunk 0; ``split`` and
     ``joined`` are what merge_pp returned for it."""

@@ -11,6 +11,7 @@ views and old ones age out. The cache is bounded by the total number of nodes it
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Sequence, Sized
@@ -50,10 +51,12 @@ class FileIdentity:
     wal: tuple[int, int] | None  # size and mtime of a -wal file, if any
 
 
-def file_identity(path: Path) -> FileIdentity:
-    status = path.stat()
-    with path.open("rb") as handle:
-        header = handle.read(100)
+def file_identity(path: Path, status: os.stat_result, header: bytes) -> FileIdentity:
+    """The identity of ``path``'s file as ``status`` and its first 100 bytes give it.
+
+    The caller reads those through a descriptor it keeps open (see
+    :mod:`graphboard.store.reader.held_files`): opening and closing the file here would drop
+    the locks of this process's SQLite connections to it."""
     wal_path = path.with_name(path.name + "-wal")
     try:
         wal_status = wal_path.stat()

@@ -25,6 +25,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from graphboard.store.graph_views import FileIdentity, file_identity
+from graphboard.store.reader.held_files import hold, release
 
 _PROBLEMS_SHOWN = 3  # enough to say what is wrong; the check stops after these
 REMEMBERED = 1024  # identities of files found sound, least recently used dropped first
@@ -64,7 +65,12 @@ def written_sound(path: Path) -> None:
     """``path`` was just written by a committed transaction of this process (and closed:
     reading its identity opens the file, which must not happen under a lock)."""
     with suppress(OSError):  # gone or unreadable since: its next write checks it
-        _remember(file_identity(path))
+        # through a held descriptor: another thread's connection to the file may be open
+        held = hold(path)
+        try:
+            _remember(file_identity(path, held.stat(), held.read(100)))
+        finally:
+            release(held)
 
 
 def _remember(identity: FileIdentity) -> None:

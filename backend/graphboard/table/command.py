@@ -5,10 +5,12 @@ graphboard's), one row per target parameter, as CSV or as XLSX with flagged rows
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from graphboard.errors import GraphboardError
 from graphboard.store.reader import VisDb, open_vis_db
 from graphboard.table.export_csv import write_csv
 from graphboard.table.export_xlsx import write_xlsx
+from graphboard.table.output_file import claim_name, clear_leftovers, part_name
 from graphboard.table.rows import CompareTable, TableError, build_table
 
 WRITERS: dict[str, Callable[[CompareTable, range, Path], None]] = {
@@ -36,19 +39,28 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument("--step", type=int, help="the step (needed when the file has several)")
     parser.add_argument("--rank", type=int, help="the rank (needed when the file has several)")
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite OUT if it exists (else it is refused)"
+    )
     parser.set_defaults(run=run)
 
 
 def _one(kind: str, given: int | None, present: list[int], path: Path) -> int:
     if given is not None:
+        if given not in present:  # before any query: SQLite's integers end at 2**63 - 1
+            raise TableError(f"{path.name}: no graph for {kind} {given} ({kind}s {present})")
         return given
     if len(present) == 1:
         return present[0]
     raise TableError(f"{path.name}: the file has {kind}s {present}: choose one with --{kind}")
 
 
-def export(path: Path, output: Path, step: int | None, rank: int | None) -> int:
-    """Write the table of ``path`` to ``output``; the number of rows written."""
+def export(
+    path: Path, output: Path, step: int | None, rank: int | None, *, force: bool = False
+) -> int:
+    """Write the table of ``path`` to ``output``; the number of rows written. An existing
+    ``output`` is refused unless ``force``: the operator named it, so it is never renamed
+    (graph_build's x_2) nor silently replaced."""
     writer = WRITERS.get(output.suffix.lower())
     if writer is None:
         raise GraphboardError(f"{output}: expected a .csv or .xlsx output file")
@@ -56,14 +68,31 @@ def export(path: Path, output: Path, step: int | None, rank: int | None) -> int:
         raise GraphboardError(f"{path}: no such file")
     if not output.parent.is_dir():
         raise GraphboardError(f"{output.parent}: no such folder for the output")
+    if output.exists() and not force:  # before the work; checked again when it is written
+        raise GraphboardError(f"{output}: {_EXISTS}")
     with tempfile.TemporaryDirectory(prefix="graphboard-table-") as scratch:
         try:
             with open_vis_db(path, Path(scratch)) as db:
                 table = _table(db, step, rank)
         except sqlite3.Error as error:  # raised before the reader could name the file
             raise GraphboardError(f"{path}: not a readable .vis.db: {error}") from None
-    writer(table, range(len(table)), output)
+    # staged under the part name a killed export leaves, so the next export clears it
+    clear_leftovers(output)
+    staged = output.with_name(part_name(output, os.getpid()))
+    try:
+        writer(table, range(len(table)), staged)
+        claim_name(staged, output, overwrite=force)
+    except FileExistsError:
+        raise GraphboardError(f"{output}: {_EXISTS}") from None
+    except OSError as error:  # a read-only folder, a full disk: nothing is left behind
+        raise GraphboardError(f"{output}: cannot write: {error.strerror or error}") from None
+    finally:
+        with suppress(OSError):
+            staged.unlink(missing_ok=True)
     return len(table)
+
+
+_EXISTS = "exists already; give another name, or --force to overwrite it"
 
 
 def _table(db: VisDb, step: int | None, rank: int | None) -> CompareTable:
@@ -76,6 +105,6 @@ def _table(db: VisDb, step: int | None, rank: int | None) -> CompareTable:
 
 
 def run(args: argparse.Namespace) -> int:
-    count = export(args.file, args.output, args.step, args.rank)
+    count = export(args.file, args.output, args.step, args.rank, force=args.force)
     print(f"graphboard table: wrote {args.output} ({count} rows)", file=sys.stderr)
     return 0

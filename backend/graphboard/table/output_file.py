@@ -5,13 +5,15 @@ parts whose process is gone."""
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 
 
-def _part_name(path: Path, pid: int) -> str:
+def part_name(path: Path, pid: int) -> str:
     return f".{path.name}.{pid}.part"
 
 
@@ -40,9 +42,29 @@ def clear_leftovers(path: Path) -> list[Path]:
 def write_atomically(path: Path, write: Callable[[Path], None]) -> None:
     """Run ``write`` on a temporary file in ``path``'s folder, then rename it to ``path``."""
     clear_leftovers(path)
-    temporary = path.with_name(_part_name(path, os.getpid()))
+    temporary = path.with_name(part_name(path, os.getpid()))
     try:
         write(temporary)
         os.replace(temporary, path)
     finally:
-        temporary.unlink(missing_ok=True)
+        # a read-only folder, where it was never made: the write's error is the one to tell
+        with suppress(OSError):
+            temporary.unlink(missing_ok=True)
+
+
+def claim_name(written: Path, path: Path, *, overwrite: bool) -> None:
+    """Move the finished ``written`` to ``path`` (same folder); unless ``overwrite``, never
+    over an existing file (FileExistsError), checked atomically by a hard link."""
+    if overwrite:
+        os.replace(written, path)
+        return
+    try:
+        os.link(written, path)
+    except FileExistsError:
+        raise
+    except OSError:  # a filesystem without hard links: checked, then renamed
+        if path.exists():
+            raise FileExistsError(errno.EEXIST, "File exists", str(path)) from None
+        os.replace(written, path)
+        return
+    written.unlink()

@@ -14,8 +14,9 @@ it and writes progress and the outcome to the catalog itself. So:
   their jobs stay ``running`` in the catalog and are queued again by the next start
   (:func:`records.recover`), up to ``job_attempts`` runs.
 
-One server process per catalog: two servers with the embedded runner would both recover the
-same jobs. A team server uses Celery (``GRAPHBOARD_BROKER_URL``).
+One server process per state folder: two servers with the embedded runner would both recover
+the same jobs, so a second one refuses to start (:mod:`.claim`). A team server uses Celery
+(``GRAPHBOARD_BROKER_URL``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from graphboard.server.catalog import Catalog
-from graphboard.server.jobs import records
+from graphboard.server.jobs import claim, records
 from graphboard.server.jobs.execute import end_job, remove_leftovers
 from graphboard.server.settings import Settings
 from graphboard.server.uploads import records as uploads
@@ -189,6 +190,7 @@ class LocalRunner:
 
     def start(self) -> None:
         """Queue again what a previous server left unfinished, then start the slots."""
+        claim.claim(self.settings.state_root)  # or a second server on this state refuses
         with self.catalog.session() as session:
             pending = records.recover(session, RUNNER, self.settings.job_attempts)
             uploads.sweep(
@@ -216,3 +218,4 @@ class LocalRunner:
         for slot in self.slots:
             slot.thread.join(timeout=30)
         self.started = False
+        claim.release(self.settings.state_root)

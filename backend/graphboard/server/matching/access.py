@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from graphboard.server.errors import Conflict, Forbidden, UnreadableFile
@@ -34,7 +34,7 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
     reason = read_only_reason(path)
     if reason is not None:
         raise Forbidden(f"{path.name}: {reason}; manual matches cannot be saved", code="read_only")
-    with open_vis_db(path, settings.cache_dir, writable=True) as db, ExitStack() as transaction:
+    with open_vis_db(path, settings.cache_dir, writable=True) as db:
         if not db.config().compare:
             raise Conflict(
                 f"{path.name} is a build of one run, not a compare: there is nothing to match",
@@ -49,8 +49,10 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
                 code="damaged_file",
             )
         try:
-            transaction.enter_context(db.matching_write())
-        except WriteRefused as error:
+            with db.matching_write():
+                yield db
+        except WriteRefused as error:  # at its start, or a commit readers held off
+            if error.busy:
+                raise Conflict(str(error), code="busy") from None
             raise Forbidden(str(error), code="read_only") from None
-        yield db
-    written_sound(path)  # reached only when the write committed
+    written_sound(path)  # reached only when the write committed, its connection closed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from graphboard.compare.result import DataMode
 from graphboard.errors import StoreError
 from graphboard.graph.model import TARGET_SIDE
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader.opening import OpenFile, Source
+from graphboard.store.reader.opening import HeldConnection, OpenFile, Source
 from graphboard.store.reader.stored import json_or
 
 
@@ -82,7 +81,7 @@ class GraphStats:
 class FileSettings(OpenFile):
     """What the file holds: its config (read once), build metadata and graphs."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, cache_dir: Path) -> None:
+    def __init__(self, path: Path, conn: HeldConnection, cache_dir: Path) -> None:
         super().__init__(path, conn, cache_dir)
         self._config: FileConfig | None = None
 

@@ -16,11 +16,15 @@ from typing import Any
 
 from graphboard.errors import StoreError
 from graphboard.store import matches
-from graphboard.store.reader.opening import OpenFile, Source
+from graphboard.store.reader.opening import BUSY_SECONDS, OpenFile, Source
 
 
 class WriteRefused(StoreError):
     """The file cannot take a write now: another writer holds it, or it is read-only."""
+
+    def __init__(self, message: str, *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy  # another writer held the file past the busy wait: try again
 
 
 class ManualMatches(OpenFile):
@@ -35,16 +39,34 @@ class ManualMatches(OpenFile):
             matches.create_tables(self.conn)  # a write too: the first match of a file
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as error:
-            raise WriteRefused(f"{self.path.name}: cannot write: {error}") from None
+            raise self._refused(error) from None
         try:
             self.refresh()  # what committed while this request waited for the lock
             yield
-            self.conn.execute("COMMIT")
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.OperationalError as error:
+                # readers still held the file after the busy wait: the commit needs them gone
+                if not _busy(error):
+                    raise
+                raise self._refused(error) from None
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            # SQLite has rolled back already after some errors (a full disk, an I/O error):
+            # a second ROLLBACK would hide the error that ended the transaction.
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
         if self.source is Source.MSPROBE and derived is not None:
             self.derived_before_write = derived
+
+    def _refused(self, error: sqlite3.OperationalError) -> WriteRefused:
+        if _busy(error):
+            return WriteRefused(
+                f"{self.path.name}: another connection held the file for {BUSY_SECONDS:g} s; "
+                "try again",
+                busy=True,
+            )
+        return WriteRefused(f"{self.path.name}: cannot write: {error}")
 
     def record_action(
         self,
@@ -75,3 +97,9 @@ class ManualMatches(OpenFile):
         undone = matches.action(self.conn, last.id)
         assert undone is not None
         return undone, restored
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (their extended codes too): another connection held the
+    file past the busy wait."""
+    return error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)

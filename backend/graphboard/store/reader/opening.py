@@ -4,6 +4,10 @@ Reading connections are read-only (``mode=ro``, ``query_only``): viewing never w
 user's file and never creates ``-wal``/``-shm`` files beside it (a WAL-mode file without a
 ``-wal`` is opened ``immutable``, which needs neither). A file msprobe wrote has no ``gb_*``
 columns: they are derived once into a cache file (:mod:`graphboard.store.msprobe_columns`).
+
+Nothing here opens the file but SQLite: its header (WAL or not, the change counter) is read
+through the descriptor a connection holds (:mod:`graphboard.store.reader.held_files`), since
+closing any other descriptor of the file would drop this process's locks on it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,13 @@ from pathlib import Path
 from graphboard.errors import StoreError
 from graphboard.store import matches, msprobe_columns
 from graphboard.store.graph_views import FileIdentity, file_identity
+from graphboard.store.reader.held_files import HeldFile, hold, release
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
+# How long a statement waits for another connection's lock (SQLite's busy handler) before it
+# fails with "database is locked": a matching write holds the lock for milliseconds, a
+# suggest-matches --apply import for well under a second; ten seconds bounds the wait.
+BUSY_SECONDS = 10.0
 _WAL_VERSION = 2
 
 
@@ -25,31 +34,55 @@ class Source(StrEnum):
     MSPROBE = "msprobe"  # tb_* only: gb_* columns come from a derived file
 
 
-def _is_wal(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(20)
-    except OSError as error:
-        raise StoreError(f"{path.name}: cannot read: {error.strerror or error}") from None
+class HeldConnection(sqlite3.Connection):
+    """A connection to a .vis.db that holds the file open (:mod:`.held_files`) until it is
+    closed: the file's header is read through that hold, never by opening the file again."""
+
+    held: HeldFile
+
+    def close(self) -> None:
+        super().close()
+        held = self.__dict__.pop("held", None)
+        if held is not None:
+            release(held)
+
+
+def _is_wal(path: Path, header: bytes) -> bool:
     if len(header) < 20 or not header.startswith(_SQLITE_HEADER):
         raise StoreError(f"{path.name}: not an SQLite database")
     return header[18] == _WAL_VERSION
 
 
-def connect(path: Path, *, writable: bool = False) -> sqlite3.Connection:
+def connect(path: Path, *, writable: bool = False) -> HeldConnection:
     """A connection to a .vis.db: read-only unless ``writable`` (manual matching)."""
+    held = hold(path)  # before the connection: its header is read through this hold
+    try:
+        conn = _connect(path, held, writable)
+    except BaseException:
+        release(held)
+        raise
+    conn.held = held
+    return conn
+
+
+def _connect(path: Path, held: HeldFile, writable: bool) -> HeldConnection:
     uri = path.resolve().as_uri()
+    wal = _is_wal(path, held.read(100))
     if writable:
-        _is_wal(path)
         uri += "?mode=rw"
     else:
         uri += "?mode=ro"
-        if _is_wal(path) and not path.with_name(path.name + "-wal").exists():
+        if wal and not path.with_name(path.name + "-wal").exists():
             # Nobody is writing (no -wal): read it as a plain file, creating no -shm.
             uri += "&immutable=1"
     try:
         conn = sqlite3.connect(
-            uri, uri=True, timeout=10, isolation_level=None, check_same_thread=False
+            uri,
+            uri=True,
+            timeout=BUSY_SECONDS,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=HeldConnection,
         )
     except sqlite3.Error as error:
         raise StoreError(f"{path.name}: cannot open: {error}") from None
@@ -73,11 +106,11 @@ class OpenFile:
     """A .vis.db's connection, what kind of file it is, and where its derived columns are.
     The connection is this object's: :meth:`close` closes it."""
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, cache_dir: Path) -> None:
+    def __init__(self, path: Path, conn: HeldConnection, cache_dir: Path) -> None:
         self.path = path
         self.conn = conn
         self.cache_dir = cache_dir
-        self.identity: FileIdentity = file_identity(path)
+        self.identity: FileIdentity = self._identity()
         tables = table_names(conn)
         if not {"tb_nodes", "tb_config"} <= tables:
             raise StoreError(f"{path.name}: not a .vis.db (no tb_nodes / tb_config table)")
@@ -106,8 +139,12 @@ class OpenFile:
 
     def refresh(self) -> None:
         """Re-read the file's identity and tables (after this connection wrote to it)."""
-        self.identity = file_identity(self.path)
+        self.identity = self._identity()
         self.has_overlay = matches.OVERLAY_TABLE in table_names(self.conn)
+
+    def _identity(self) -> FileIdentity:
+        held = self.conn.held
+        return file_identity(self.path, held.stat(), held.read(100))
 
     @property
     def writable(self) -> bool:

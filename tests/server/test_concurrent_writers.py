@@ -1,0 +1,228 @@
+"""Two servers and a command writing one .vis.db at once never corrupt it (issue 30, point 1).
+
+Separate processes, as users run them: two ``graphboard serve`` on one data dir (each its own
+catalog), two HTTP clients on each (matches, unmatches, undos, suggestion accepts and
+rejects), and ``graphboard suggest-matches --apply`` runs, all on one compare. Afterwards the
+file passes ``integrity_check``, every table reads back whole and agrees with each of its
+indexes (SQLite 3.40's check missed some damage two writers made), every manual pair reads
+back, and undoing every action that stands restores the build's match state exactly. A third
+server on the first one's state folder refuses to start, in one line, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ci_support import free_port, serve_process
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.server import matching
+from graphboard.server.errors import Conflict
+from graphboard.server.settings import Settings
+from graphboard.store.reader import GraphKey, held_files, open_vis_db, opening
+from graphboard.suggest.rejections import reject
+from renamed_dumps import renamed_compare
+
+CLIENT = Path(__file__).parents[1] / "concurrent_writers.py"
+OPERATIONS = 60  # per client: 4 clients, 240 writes and reads, and the commands' imports
+BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def compare(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A compare with grey nodes and proposals for them: the golden renamed Megatron's way."""
+    return renamed_compare(tmp_path_factory.mktemp("renamed"), 2, 1).renamed
+
+
+def _read_everything(path: Path) -> None:
+    """Every row of every table, and every index's row count against its table's."""
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        tables = [
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        ]
+        for table in tables:
+            rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+            for (index,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?", (table,)
+            ).fetchall():
+                through = conn.execute(f'SELECT count(*) FROM "{table}" INDEXED BY "{index}"')
+                assert through.fetchone()[0] == len(rows), f"{table}: index {index} disagrees"
+    conn.close()
+
+
+def _match_state(path: Path, cache: Path) -> dict[str, list[object]]:
+    with open_vis_db(path, cache) as db:
+        state = {}
+        for side in (TARGET_SIDE, GOLDEN_SIDE):
+            view = db.view(GraphKey(side, 0, 0))
+            for column in ("matched", "counterpart", "level"):
+                if column in view.columns:
+                    state[f"{side}.{column}"] = np.asarray(view.columns[column]).tolist()
+        return state
+
+
+def test_two_servers_and_a_command_writing_one_file_never_corrupt_it(
+    compare: Path, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "run.vis.db"
+    shutil.copy(compare, path)
+    before = _match_state(compare, tmp_path / "cache-before")
+    ports = [free_port(), free_port()]
+    servers = [
+        serve_process(data, port, GRAPHBOARD_STATE_DIR=str(tmp_path / f"state{i}"))
+        for i, port in enumerate(ports)
+    ]
+    try:
+        clients = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(CLIENT),
+                    f"http://127.0.0.1:{port}",
+                    "run",
+                    str(seed),
+                    str(OPERATIONS),
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for seed, port in enumerate(ports * 2)
+        ]
+        applied = 0
+        while any(client.poll() is None for client in clients) or applied < 2:
+            command = subprocess.run(
+                [
+                    str(BIN / "graphboard"),
+                    "suggest-matches",
+                    str(path),
+                    "--apply",
+                    "--min-confidence",
+                    "0",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert command.returncode == 0, command.stderr
+            applied += 1
+        answers = [json.loads(client.communicate(timeout=300)[0]) for client in clients]
+        # Two embedded job runners on one state folder would both queue again the same
+        # jobs: a third server on the first one's state says so and stops.
+        third = subprocess.Popen(
+            [str(BIN / "graphboard"), "serve", "--data-dir", str(data), "--port", str(free_port())],
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "GRAPHBOARD_STATE_DIR": str(tmp_path / "state0")},
+        )
+        try:
+            refusal = third.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:  # it started: checked last
+            third.terminate()
+            refusal = third.communicate()[1]
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.wait(timeout=30)
+    for answer in answers:
+        assert answer["bad"] == []
+        assert answer["statuses"].get("200", 0) > OPERATIONS // 4, answer
+    _read_everything(path)
+
+    settings = Settings(data_dir=data, state_dir=tmp_path / "state-check")
+    with open_vis_db(path, settings.cache_dir) as db:
+        standing = [a for a in db.match_history(0, 0) if a.undone_at is None]
+        assert len(db.match_history(0, 0)) >= OPERATIONS  # the writers did write
+        target = db.view(GraphKey(TARGET_SIDE, 0, 0))
+        golden = db.view(GraphKey(GOLDEN_SIDE, 0, 0))
+        for pair in db.manual_pairs(0, 0):  # every pair reads back, on nodes that exist
+            assert db.orders_of_names(GraphKey(TARGET_SIDE, 0, 0), [pair.target])
+            assert db.orders_of_names(GraphKey(GOLDEN_SIDE, 0, 0), [pair.golden])
+        assert len(target) and len(golden)
+    undone = 0
+    while True:
+        try:
+            matching.undo(path, settings, 0, 0)
+        except Conflict:
+            break
+        undone += 1
+    assert undone == len(standing)
+    with open_vis_db(path, settings.cache_dir) as db:
+        assert db.manual_pairs(0, 0) == []
+    assert _match_state(path, settings.cache_dir) == before
+    _read_everything(path)
+
+    lines = refusal.strip().splitlines()
+    assert third.returncode == 1 and len(lines) == 1, refusal
+    assert "another graphboard server (pid" in lines[0] and "GRAPHBOARD_STATE_DIR" in lines[0]
+
+
+_TRY_WRITE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+try:
+    conn.execute("BEGIN IMMEDIATE")
+except sqlite3.OperationalError as error:
+    print(error)
+else:
+    print("took the write lock")
+"""
+
+
+def test_opening_and_closing_a_file_keeps_a_write_transactions_lock(
+    compare: Path, tmp_path: Path
+) -> None:
+    """The mechanism of the corruption, deterministically: while one connection of this
+    process holds the write lock, a read of the same file opened and closed here (as every
+    request does) must leave the lock in place, so another process cannot write."""
+    path = tmp_path / "run.vis.db"
+    shutil.copy(compare, path)
+    settings = Settings(data_dir=tmp_path, state_dir=tmp_path / "state")
+    with open_vis_db(path, settings.cache_dir, writable=True) as writer, writer.matching_write():
+        with open_vis_db(path, settings.cache_dir) as reader:
+            reader.graphs()
+        other = subprocess.run(
+            [sys.executable, "-c", _TRY_WRITE, str(path)], capture_output=True, text=True
+        )
+    assert other.stdout.strip() == "database is locked", other.stdout + other.stderr
+    assert held_files.held_count() == 0  # every descriptor closed with its last connection
+
+
+@pytest.mark.parametrize("held", ["RESERVED", "SHARED"])
+def test_a_writer_held_off_past_the_busy_wait_gets_409_busy(
+    compare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, held: str
+) -> None:
+    """Another connection holds the file past the (shortened) busy wait: at the start of the
+    write (a writer's RESERVED lock) or at its commit (a reader's SHARED lock, which the
+    commit must wait out). Either is a 409 'busy', and nothing of the write is kept."""
+    path = tmp_path / "run.vis.db"
+    shutil.copy(compare, path)
+    settings = Settings(data_dir=tmp_path, state_dir=tmp_path / "state")
+    reject(path, settings, 0, 0, "Module.a.forward.0", "Module.b.forward.0")  # tables made
+    monkeypatch.setattr(opening, "BUSY_SECONDS", 0.2)
+    other = sqlite3.connect(path, isolation_level=None)
+    if held == "RESERVED":
+        other.execute("BEGIN IMMEDIATE")
+    else:
+        other.execute("BEGIN")
+        other.execute("SELECT count(*) FROM tb_nodes").fetchone()  # SHARED until ROLLBACK
+    try:
+        with pytest.raises(Conflict) as refused:
+            reject(path, settings, 0, 0, "Module.c.forward.0", "Module.d.forward.0")
+    finally:
+        other.execute("ROLLBACK")
+    assert refused.value.code == "busy" and "try again" in str(refused.value)
+    kept = other.execute("SELECT target FROM gb_suggest_rejections").fetchall()
+    other.close()
+    assert kept == [("Module.a.forward.0",)]
