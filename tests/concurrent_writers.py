@@ -49,11 +49,13 @@ def _operation(
 KINDS = ("match", "match", "unmatch", "undo", "undo", "accept", "reject", "read")
 
 
-def run(url: str, graph: str, seed: int, operations: int) -> dict[str, Any]:
+def run(url: str, graph: str, seed: int, operations: int, token: str) -> dict[str, Any]:
     chosen = random.Random(seed)
     statuses: Counter[int] = Counter()
     bad: list[str] = []
-    with httpx.Client(base_url=url, timeout=60) as client:
+    # the viewer's token, as the browser sends it on writes (the URL serve prints)
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=url, timeout=60, headers=headers) as client:
         pairs = _pairs(client, graph)
         for _ in range(operations):
             kind = chosen.choice(KINDS)
@@ -65,4 +67,6 @@ def run(url: str, graph: str, seed: int, operations: int) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))))
+    print(
+        json.dumps(run(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]))
+    )

@@ -27,6 +27,7 @@ from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server import matching
 from graphboard.server.errors import Conflict
 from graphboard.server.settings import Settings
+from graphboard.server.viewer_token import TOKEN_FILE
 from graphboard.store.reader import GraphKey, held_files, open_vis_db, opening
 from graphboard.suggest.rejections import reject
 from renamed_dumps import renamed_compare
@@ -83,21 +84,24 @@ def test_two_servers_and_a_command_writing_one_file_never_corrupt_it(
         serve_process(data, port, GRAPHBOARD_STATE_DIR=str(tmp_path / f"state{i}"))
         for i, port in enumerate(ports)
     ]
+    # each server's viewer token, kept in its state folder: writes need it
+    tokens = [(tmp_path / f"state{i}" / TOKEN_FILE).read_text().strip() for i in range(2)]
     try:
         clients = [
             subprocess.Popen(
                 [
                     sys.executable,
                     str(CLIENT),
-                    f"http://127.0.0.1:{port}",
+                    f"http://127.0.0.1:{ports[seed % 2]}",
                     "run",
                     str(seed),
                     str(OPERATIONS),
+                    tokens[seed % 2],
                 ],
                 stdout=subprocess.PIPE,
                 text=True,
             )
-            for seed, port in enumerate(ports * 2)
+            for seed in range(4)
         ]
         applied = 0
         while any(client.poll() is None for client in clients) or applied < 2:
@@ -209,7 +213,21 @@ def test_a_writer_held_off_past_the_busy_wait_gets_409_busy(
     path = tmp_path / "run.vis.db"
     shutil.copy(compare, path)
     settings = Settings(data_dir=tmp_path, state_dir=tmp_path / "state")
-    reject(path, settings, 0, 0, "Module.a.forward.0", "Module.b.forward.0")  # tables made
+    # rejections name nodes the file holds (others are refused: a store that cannot grow)
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as names:
+        target_names, golden_names = (
+            [
+                row[0]
+                for row in names.execute(
+                    "SELECT node_name FROM tb_nodes WHERE data_source = ? AND step = 0"
+                    " AND rank = 0 ORDER BY node_order LIMIT 2",
+                    (side,),
+                )
+            ]
+            for side in ("NPU", "Bench")
+        )
+    names.close()
+    reject(path, settings, 0, 0, target_names[0], golden_names[0])  # tables made
     monkeypatch.setattr(opening, "BUSY_SECONDS", 0.2)
     other = sqlite3.connect(path, isolation_level=None)
     if held == "RESERVED":
@@ -219,10 +237,10 @@ def test_a_writer_held_off_past_the_busy_wait_gets_409_busy(
         other.execute("SELECT count(*) FROM tb_nodes").fetchone()  # SHARED until ROLLBACK
     try:
         with pytest.raises(Conflict) as refused:
-            reject(path, settings, 0, 0, "Module.c.forward.0", "Module.d.forward.0")
+            reject(path, settings, 0, 0, target_names[1], golden_names[1])
     finally:
         other.execute("ROLLBACK")
     assert refused.value.code == "busy" and "try again" in str(refused.value)
     kept = other.execute("SELECT target FROM gb_suggest_rejections").fetchall()
     other.close()
-    assert kept == [("Module.a.forward.0",)]
+    assert kept == [(target_names[0],)]
