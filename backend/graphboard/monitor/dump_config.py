@@ -11,13 +11,14 @@ from graphboard.monitor.departure import Departure
 MAX_MODULES = 16  # a focused dump; the departure's later modules follow from the first
 
 
-def config_for(departure: Departure) -> dict[str, object]:
-    modules = [m for m in departure.modules_at_step if m][:MAX_MODULES] or [departure.module]
+def config_for(step: int, rank: int, modules: list[str]) -> dict[str, object]:
+    """The config for ``modules`` (departing first first) at ``step`` on ``rank``."""
+    modules = [m for m in modules if m][:MAX_MODULES]
     return {
         "task": "statistics",
-        "dump_path": f"./dump_step{departure.step}",
-        "rank": [departure.rank],
-        "step": [departure.step],
+        "dump_path": f"./dump_step{step}",
+        "rank": [rank],
+        "step": [step],
         "level": "L0",
         "async_dump": False,
         "statistics": {
@@ -32,4 +33,5 @@ def config_for(departure: Departure) -> dict[str, object]:
 def dump_config(report: MonitorReport) -> dict[str, object]:
     if report.first is None:
         raise ValueError("no departure: nothing to dump")
-    return config_for(report.first)
+    first: Departure = report.first
+    return config_for(first.step, first.rank, first.modules_at_step or [first.module])

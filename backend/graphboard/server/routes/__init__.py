@@ -9,6 +9,7 @@ from graphboard.server.routes import (
     heatmap,
     jobs,
     matches,
+    monitor,
     nodes,
     search,
     suggestions,
@@ -25,6 +26,7 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     suggestions.router,
     heatmap.router,
     table.router,
+    monitor.router,  # /api/monitor/...: training-state trends (issue 33)
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
 # Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).
