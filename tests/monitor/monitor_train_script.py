@@ -6,7 +6,7 @@ msprobe. Each rank writes ``<time>-rank<r>-<id>/`` CSV folders under ``OUT`` (MO
 Faults (``--fault``, from step ``--step`` on, in block ``--layer``):
   scale    the block's MLP input projection weight (``mlp.fc``) multiplied by 1.5 once, before step k's forward
   lr       the learning rate of the block's parameter group multiplied by 10 from step k
-  bf16     the block's MLP output rounded to bfloat16 (and back) from step k
+  bf16     the block's MLP output (its last Linear's) rounded to bfloat16 and back from step k
   spike    the weight gradient of the block's MLP input projection multiplied by 100 at step k
   nan      at step k, one element of that weight's gradient on the last rank set to NaN before
            the gradient reduction (later steps train on NaN, as a real run would)
@@ -88,7 +88,9 @@ def train(out: Path, fault: str, args: argparse.Namespace, rank: int, world: int
                 return output.to(torch.bfloat16).to(output.dtype)
             return output
 
-        block.mlp.register_forward_hook(round_output)
+        # on the MLP's last Linear, inside the monitored MLP: a hook on the MLP itself would run
+        # after the monitor's (registered first) and the MLP's own output would look unchanged
+        block.mlp.out.register_forward_hook(round_output)
     if fault in ("spike", "nan"):
 
         def corrupt(grad):
