@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
-from graphboard.monitor.formats import METRICS, STATISTICS, STORED_LIMIT, layer_tags, stored_value
+from graphboard.monitor.formats import METRICS, STATISTICS, STORED_LIMIT, layer_tags
 from graphboard.monitor.run import MetricRows, MonitorInputError, MonitorRun, Target
 
 SCHEMA = """
@@ -103,11 +104,10 @@ def write_trend_tables(connection: sqlite3.Connection, run: MonitorRun) -> dict[
     )
     connection.execute(_trend_table(run.statistics))
     placeholders = ", ".join("?" * (4 + len(run.statistics)))
-    for metric, rows in run.metrics.items():
-        connection.executemany(
-            f"INSERT OR IGNORE INTO trend_data VALUES ({placeholders})",
-            _trend_rows(rows, metric_ids[metric], [target_ids[t] for t in rows.targets]),
-        )
+    connection.executemany(
+        f"INSERT OR IGNORE INTO trend_data VALUES ({placeholders})",
+        _trend_rows(run, metric_ids, target_ids),
+    )
     tag_ids: dict[tuple[str, str, int], int] = {}
     mapping: list[tuple[int, int]] = []
     for metric, rows in run.metrics.items():
@@ -123,15 +123,40 @@ def write_trend_tables(connection: sqlite3.Connection, run: MonitorRun) -> dict[
     return target_ids
 
 
+def _stored(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """:func:`graphboard.monitor.formats.stored_value` on a whole array (NaN stays NaN:
+    SQLite binds it as NULL)."""
+    stored = np.clip(values, -STORED_LIMIT, STORED_LIMIT)
+    stored[np.isposinf(values)] = STORED_LIMIT + 1
+    stored[np.isneginf(values)] = -STORED_LIMIT - 1
+    return stored
+
+
 def _trend_rows(
-    rows: MetricRows, metric_id: int, target_ids: list[int]
-) -> Iterator[tuple[int | float | None, ...]]:
-    stored = [[stored_value(v) for v in column] for column in rows.values.T.tolist()]
-    ids = [target_ids[t] for t in rows.target.tolist()]
-    for position, (rank, step, target_id) in enumerate(
-        zip(rows.rank.tolist(), rows.step.tolist(), ids, strict=True)
-    ):
-        yield (rank, step, target_id, metric_id, *(column[position] for column in stored))
+    run: MonitorRun, metric_ids: dict[str, int], target_ids: dict[Target, int]
+) -> Iterator[tuple[int | float, ...]]:
+    """Every metric's rows in the table's key order (rank, step, target, metric), so the
+    B-tree is appended to; a repeated key keeps its first row (a stable sort)."""
+    parts = []
+    for metric, rows in run.metrics.items():
+        ids = np.array([target_ids[t] for t in rows.targets], dtype=np.int64)
+        parts.append(
+            (
+                rows.rank,
+                rows.step,
+                ids[rows.target] if len(ids) else rows.target,
+                np.full(len(rows), metric_ids[metric], dtype=np.int64),
+                _stored(rows.values),
+            )
+        )
+    if not parts:
+        return iter(())
+    rank, step, target, metric_id = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    values = np.concatenate([p[4] for p in parts])
+    order = np.lexsort((metric_id, target, step, rank))
+    columns = [c[order].tolist() for c in (rank, step, target, metric_id)]
+    columns += [values[order, j].tolist() for j in range(values.shape[1])]
+    return zip(*columns, strict=True)
 
 
 def _unstored(value: float | None) -> float:
