@@ -5,9 +5,8 @@
 // colours and hover text reuse the Trends page's (trends/heatmap_chart.js).
 
 import { loadPlotly, cssVar } from '../charts/stats_chart.js';
+import { Page } from '../page.js';
 import { heatmapCells, formatValue } from '../trends/heatmap_chart.js';
-
-const say = (key) => ({ 'trends.noValue': '—' })[key] ?? key;
 
 async function getJson(url) {
   const response = await fetch(url);
@@ -31,19 +30,35 @@ export function stepMarkers(report, metricKind, steps) {
   return shapes;
 }
 
+/** Cells of a score grid: |target - golden| / noise, 1 the departure line. Non-finite scores
+ * (a NaN or infinity on one side only) and scores past the largest finite one are drawn at
+ * the top of the scale, which starts at 0 and reaches at least 2 so that 1 sits mid-scale. */
+export function scoreCells(values) {
+  const numbers = values.map((row) => row.map((v) => (typeof v === 'number' ? v : v === null ? null : Infinity)));
+  const finite = numbers.flat().filter((v) => v !== null && Number.isFinite(v));
+  const top = Math.max(2, ...finite);
+  const z = numbers.map((row) => row.map((v) => (v === null ? null : Number.isFinite(v) ? v : top)));
+  const text = numbers.map((row) => row.map((v) => (v === null ? '—' : Number.isFinite(v) ? v.toPrecision(4) : 'not finite on one side')));
+  return { z, text, scale: 'YlOrRd', reverse: true, zmin: 0, zmax: top, zmid: undefined };
+}
+
 export function summaryText(report) {
   return report.summary ?? '';
 }
 
-export class MonitorPage {
+export class MonitorPage extends Page {
   constructor(doc) {
-    this.doc = doc;
+    super(doc);
     this.el = (id) => doc.getElementById(id);
+    this.say = (key) => this.t(key);
     this.plotlyUrl = doc.body.dataset.plotlyUrl;
     this.state = { file: null, report: null, series: [], statistics: [] };
   }
 
   async start() {
+    this.applyLook();
+    this.listenToLook(() => this.state.file && this.drawHeatmap());
+    this.doc.body.dataset.ready = 'false';
     const { files } = await getJson('/api/monitor');
     const select = this.el('monitor-file');
     select.replaceChildren(...files.map((f) => new Option(f.id, f.id)));
@@ -55,6 +70,7 @@ export class MonitorPage {
     }
     if (files.length) await this.loadFile();
     else this.el('monitor-summary').textContent = 'No graphboard monitor files (*.trend.db) under the data dir.';
+    this.doc.body.dataset.ready = 'true';
   }
 
   base() {
@@ -89,11 +105,11 @@ export class MonitorPage {
     const grid = await getJson(`${this.base()}/heatmap?${query}`);
     this.grid = grid;
     const Plotly = await loadPlotly(this.plotlyUrl);
-    const cells = heatmapCells({ ...grid, nodes: [] }, side === 'score' ? 'norm' : statistic, say);
+    const cells = side === 'score' ? scoreCells(grid.values) : heatmapCells({ ...grid, nodes: [] }, statistic, this.say);
     const host = this.el('monitor-heatmap');
     const trace = {
       type: 'heatmap', z: cells.z, x: grid.cols.map(String), y: grid.rows, text: cells.text,
-      colorscale: side === 'score' ? 'YlOrRd' : cells.scale, zmin: cells.zmin, zmax: cells.zmax, zmid: cells.zmid,
+      colorscale: cells.scale, reversescale: Boolean(cells.reverse), zmin: cells.zmin, zmax: cells.zmax, zmid: cells.zmid,
       hovertemplate: 'step %{x}<br>%{y}<br>%{text}<extra></extra>', xgap: 1, ygap: 1, hoverongaps: false,
     };
     const layout = {
@@ -126,10 +142,10 @@ export class MonitorPage {
     ], { title: { text: `${name}: ${statistic}, rank ${rank}` }, height: 320, margin: { t: 40, b: 40 }, xaxis: { title: { text: 'step' } } },
     { displaylogo: false, responsive: true });
     const ranks = await getJson(`${this.base()}/ranks?${new URLSearchParams({ series: seriesId, statistic, side })}`);
-    const cells = heatmapCells({ ...ranks, nodes: [] }, 'norm', say);
+    const cells = side === 'score' ? scoreCells(ranks.values) : heatmapCells({ ...ranks, nodes: [] }, 'norm', this.say);
     await Plotly.react(this.el('monitor-ranks'), [
       { type: 'heatmap', z: cells.z, x: ranks.cols.map(String), y: ranks.rows.map((r) => `rank ${r}`), text: cells.text,
-        colorscale: side === 'score' ? 'YlOrRd' : cells.scale, zmid: cells.zmid, hovertemplate: 'step %{x}<br>%{y}<br>%{text}<extra></extra>' },
+        colorscale: cells.scale, reversescale: Boolean(cells.reverse), zmin: cells.zmin, zmax: cells.zmax, zmid: cells.zmid, hovertemplate: 'step %{x}<br>%{y}<br>%{text}<extra></extra>' },
     ], { title: { text: `${name}: ranks × steps (${side})` }, height: 80 + 30 * ranks.rows.length, margin: { t: 40, b: 40 },
       xaxis: { type: 'category' }, yaxis: { type: 'category', autorange: 'reversed' } }, { displaylogo: false, responsive: true });
   }
