@@ -86,11 +86,15 @@ def test_a_rounding_sized_difference_does_not_depart_a_larger_one_does(tmp_path:
 def test_noise_follows_the_dtype() -> None:
     assert roundoff("torch.bfloat16") == 2.0**-8
     assert roundoff("torch.int64") == roundoff("torch.float32") == 2.0**-24
-    args = (np.array([1.0]), np.array([1.0]), None, None, 1024)
-    fp32 = tolerance("max", *args, roundoff("torch.float32"), roundoff("torch.float32"), 0.0)
-    bf16 = tolerance("max", *args, roundoff("torch.bfloat16"), roundoff("torch.float32"), 0.0)
+    args = (np.array([1.0]), np.array([1.0]), None, None, np.array([1024.0]))
+
+    def u(dtype: str) -> np.ndarray:
+        return np.array([roundoff(dtype)])
+
+    fp32 = tolerance("max", *args, u("torch.float32"), u("torch.float32"), 0.0)
+    bf16 = tolerance("max", *args, u("torch.bfloat16"), u("torch.float32"), 0.0)
     assert bf16[0] / fp32[0] > 1e4
-    norm = tolerance("norm", *args, 2.0**-24, 2.0**-24, 0.0)
+    norm = tolerance("norm", *args, u("float32"), u("float32"), 0.0)
     assert norm[0] == pytest.approx(11 * 2 * 2.0**-24)  # (1 + log2 1024) roundings, both sides
 
 

@@ -123,23 +123,25 @@ def judge(cells: Aligned, target_decimals: int | None, golden_decimals: int | No
     count, width = len(cells), len(cells.statistics)
     printed = max(printing(target_decimals), printing(golden_decimals))
     noise = np.zeros((count, width))
+    known = range(len(cells.targets))
+    numel = np.array([cells.numel.get(i, 1) for i in known], dtype=np.float64)[cells.target]
+    u_target = np.array([roundoff(cells.target_dtype.get(i)) for i in known])[cells.target]
+    u_golden = np.array([roundoff(cells.golden_dtype.get(i)) for i in known])[cells.target]
     norm_at = cells.statistics.index("norm") if "norm" in cells.statistics else None
-    for position in np.unique(cells.target).tolist():
-        rows = np.flatnonzero(cells.target == position)
-        t_norm = cells.target_values[rows, norm_at] if norm_at is not None else None
-        g_norm = cells.golden_values[rows, norm_at] if norm_at is not None else None
-        for column, statistic in enumerate(cells.statistics):
-            noise[rows, column] = tolerance(
-                statistic,
-                cells.target_values[rows, column],
-                cells.golden_values[rows, column],
-                t_norm,
-                g_norm,
-                cells.numel.get(position),
-                roundoff(cells.target_dtype.get(position)),
-                roundoff(cells.golden_dtype.get(position)),
-                printed,
-            )
+    t_norm = cells.target_values[:, norm_at] if norm_at is not None else None
+    g_norm = cells.golden_values[:, norm_at] if norm_at is not None else None
+    for column, statistic in enumerate(cells.statistics):
+        noise[:, column] = tolerance(
+            statistic,
+            cells.target_values[:, column],
+            cells.golden_values[:, column],
+            t_norm,
+            g_norm,
+            numel,
+            u_target,
+            u_golden,
+            printed,
+        )
     t, g = cells.target_values, cells.golden_values
     with np.errstate(all="ignore"):
         difference = np.abs(t - g)

@@ -16,8 +16,6 @@ the CSV's printing (``ndigits`` decimals, half a unit of the last on each side).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import numpy.typing as npt
 
@@ -54,22 +52,22 @@ def tolerance(
     golden: Floats,
     target_norm: Floats | None,
     golden_norm: Floats | None,
-    numel: int | None,
-    target_roundoff: float,
-    golden_roundoff: float,
+    numel: Floats,
+    target_roundoff: Floats,
+    golden_roundoff: Floats,
     printed: float,
 ) -> Floats:
-    """The largest |target - golden| rounding explains, cell by cell."""
+    """The largest |target - golden| rounding explains, cell by cell (``numel`` and the
+    roundoffs are per cell too)."""
     u = target_roundoff + golden_roundoff
-    size = max(numel or 1, 1)
-    summed = 1.0 + math.log2(size)
+    size = np.maximum(numel, 1.0)
+    summed = 1.0 + np.log2(size)
+    largest = np.maximum(np.abs(target), np.abs(golden))
     if statistic in ("max", "min"):
-        scale = np.maximum(np.abs(target), np.abs(golden)) * u
-    elif statistic == "norm":
-        scale = np.maximum(np.abs(target), np.abs(golden)) * u * summed
+        scale = largest * u
     elif statistic == "mean" and target_norm is not None and golden_norm is not None:
-        rms = np.maximum(np.abs(target_norm), np.abs(golden_norm)) / math.sqrt(size)
+        rms = np.maximum(np.abs(target_norm), np.abs(golden_norm)) / np.sqrt(size)
         scale = rms * u * summed
-    else:  # a statistic without a derived bound: its own size, as for max and min
-        scale = np.maximum(np.abs(target), np.abs(golden)) * u * summed
+    else:  # norm; and a statistic without a bound of its own: its size, as the norm's
+        scale = largest * u * summed
     return np.asarray(scale + 2.0 * printed, dtype=np.float64)

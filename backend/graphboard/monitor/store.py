@@ -62,11 +62,13 @@ def write_report(report: MonitorReport, connection: sqlite3.Connection) -> None:
     for item in report.judged:
         cells = item.cells
         ids: dict[int, int] = {}
+        size = len(cells.targets)
+        departing = np.bincount(cells.target[item.departs], minlength=size)
+        first_step = np.full(size, np.iinfo(np.int64).max)
+        np.minimum.at(first_step, cells.target[item.departs], cells.step[item.departs])
         for position in np.unique(cells.target).tolist():
             series_id += 1
             ids[position] = series_id
-            mine = cells.target == position
-            departing = item.departs & mine
             name, vpp, micro = cells.targets[position]
             connection.execute(
                 "INSERT INTO gb_monitor_series VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -81,26 +83,28 @@ def write_report(report: MonitorReport, connection: sqlite3.Connection) -> None:
                     cells.numel.get(position),
                     cells.target_dtype.get(position),
                     cells.golden_dtype.get(position),
-                    int(departing.sum()),
-                    int(cells.step[departing].min()) if departing.any() else None,
+                    int(departing[position]),
+                    int(first_step[position]) if departing[position] else None,
                 ),
             )
         width = 3 + 2 * len(statistics) + 2
         order = np.lexsort((cells.step, cells.rank, cells.target))
-        rows = (
-            (
-                ids[int(cells.target[i])],
-                int(cells.rank[i]),
-                int(cells.step[i]),
-                *(_real(v) for v in cells.target_values[i].tolist()),
-                *(_real(v) for v in cells.golden_values[i].tolist()),
-                _real(float(item.score[i])),
-                _real(float(item.ratio[i])),
-            )
-            for i in order.tolist()
-        )
+        series_of = np.zeros(len(cells.targets), dtype=np.int64)
+        for position, identifier in ids.items():
+            series_of[position] = identifier
+        # numpy columns to Python lists, zipped in C: NaN binds as NULL
+        columns = [
+            series_of[cells.target[order]].tolist(),
+            cells.rank[order].tolist(),
+            cells.step[order].tolist(),
+            *(cells.target_values[order, j].tolist() for j in range(len(statistics))),
+            *(cells.golden_values[order, j].tolist() for j in range(len(statistics))),
+            item.score[order].tolist(),
+            item.ratio[order].tolist(),
+        ]
         connection.executemany(
-            f"INSERT INTO gb_monitor_cells VALUES ({', '.join('?' * width)})", rows
+            f"INSERT INTO gb_monitor_cells VALUES ({', '.join('?' * width)})",
+            zip(*columns, strict=True),
         )
     connection.execute(
         "CREATE TABLE gb_monitor_grad_norm (side TEXT NOT NULL, rank INTEGER NOT NULL, "
