@@ -15,7 +15,7 @@ from graphboard.monitor.departure import (
     judge,
     overall_departure,
 )
-from graphboard.monitor.formats import TREND_DB_SUFFIX
+from graphboard.monitor.formats import RANK_FOLDER, TREND_DB_SUFFIX
 from graphboard.monitor.reduction import ReductionReport, check_reduction
 from graphboard.monitor.run import MonitorInputError, MonitorRun
 from graphboard.monitor.spikes import Spike, find_spikes
@@ -33,7 +33,7 @@ def read_run(path: Path) -> MonitorRun:
         return read_trend_db(path)
     if path.is_dir():
         databases = sorted(path.glob(f"*{TREND_DB_SUFFIX}"))
-        has_ranks = any(p.is_dir() and "-rank" in p.name for p in path.iterdir())
+        has_ranks = any(p.is_dir() and RANK_FOLDER.match(p.name) for p in path.iterdir())
         if databases and not has_ranks:
             if len(databases) > 1:
                 raise MonitorInputError(
