@@ -102,6 +102,9 @@ def main() -> None:
     parser.add_argument("--modules", type=int, default=200)
     parser.add_argument("--requests", type=int, default=5, help="heatmap requests timed")
     parser.add_argument("--record", action="store_true")
+    parser.add_argument(
+        "--skip-import", action="store_true", help="only the compare and the heatmap (no msprobe)"
+    )
     args = parser.parse_args()
     shape = f"r{args.ranks}-s{args.steps}-m{args.modules}"
     started = time.perf_counter()
@@ -119,9 +122,14 @@ def main() -> None:
             f"modules (actv input+output, grad_reduced): {rows:,} rows a run "
             f"(made or found in {generated:.0f} s)"
         )
-        ours = import_graphboard(target, work / "graphboard.trend.db")
-        print(f"import, graphboard (read_csv_run + msprobe's tables): {ours:8.1f} s")
-        if binary is None:
+        ours = 0.0 if args.skip_import else import_graphboard(target, work / "graphboard.trend.db")
+        if args.skip_import:
+            print("import: skipped (--skip-import)")
+        else:
+            print(f"import, graphboard (read_csv_run + msprobe's tables): {ours:8.1f} s")
+        if args.skip_import:
+            pass
+        elif binary is None:
             print("import, msprobe data2db: msprobe not found (GRAPHBOARD_MSPROBE_BIN)")
         else:
             theirs = import_msprobe(binary, target, work / "msprobe")

@@ -4,9 +4,10 @@ comparison beside them in gb_monitor_* tables:
 
 * ``gb_monitor_series``: one row per (metric, target) both runs share, in the monitor's
   order (``position``), with its module, elements, both dtypes and its first departing step;
-* ``gb_monitor_cells``: per series, rank and step, both runs' statistics, the score (the
+* ``gb_monitor_cells``: per rank, series and step, both runs' statistics, the score (the
   difference over the rounding noise; > 1 departs) and the ratio (over the larger of that
-  noise and the golden's step-to-step change), keyed for a heatmap's range scans;
+  noise and the golden's step-to-step change), keyed so that a metric's heatmap on one rank
+  (its series are numbered consecutively) is one range of the key;
 * ``gb_monitor_grad_norm``: each run's global gradient norm per rank and step;
 * ``gb_monitor_meta``: the report as JSON (first departures, spikes, reduction checks), the
   inputs, the schema version.
@@ -39,7 +40,7 @@ def _series_table(statistics: list[str]) -> str:
     return (
         "CREATE TABLE gb_monitor_cells (series_id INTEGER NOT NULL, rank INTEGER NOT NULL, "
         f"step INTEGER NOT NULL, {', '.join(sides)}, score REAL, ratio REAL, "
-        "PRIMARY KEY (series_id, rank, step)) WITHOUT ROWID"
+        "PRIMARY KEY (rank, series_id, step)) WITHOUT ROWID"
     )
 
 
@@ -88,7 +89,7 @@ def write_report(report: MonitorReport, connection: sqlite3.Connection) -> None:
                 ),
             )
         width = 3 + 2 * len(statistics) + 2
-        order = np.lexsort((cells.step, cells.rank, cells.target))
+        order = np.lexsort((cells.step, cells.target, cells.rank))
         series_of = np.zeros(len(cells.targets), dtype=np.int64)
         for position, identifier in ids.items():
             series_of[position] = identifier

@@ -1,6 +1,6 @@
 """What the monitor page and API show, read from a ``graphboard monitor`` output file: plain
 queries on a connection (graphboard.monitor.store wrote the tables). A heatmap reads one
-metric's series on one rank: one range scan per series of the (series, rank, step) key."""
+metric's series on one rank: one range of the (rank, series, step) key."""
 
 from __future__ import annotations
 
@@ -86,21 +86,20 @@ def heatmap(
     found = series(connection, metric)
     if not found:
         raise MonitorInputError(f"metric {metric!r}: not in this file")
-    cells = [
-        connection.execute(
-            f"SELECT step, {expression} FROM gb_monitor_cells WHERE series_id = ? AND rank = ?",
-            (item["series_id"], rank),
-        ).fetchall()
-        for item in found
-    ]
-    steps = sorted({step for rows in cells for step, _value in rows})
+    ids = [int(str(item["series_id"])) for item in found]
+    row_of = {series_id: index for index, series_id in enumerate(ids)}
+    cells = connection.execute(
+        f"SELECT series_id, step, {expression} FROM gb_monitor_cells "
+        "WHERE rank = ? AND series_id BETWEEN ? AND ?",
+        (rank, min(ids), max(ids)),
+    ).fetchall()
+    steps = sorted({cell[1] for cell in cells})
     at_step = {step: index for index, step in enumerate(steps)}
-    values: list[list[float | None]] = []
-    for rows in cells:
-        line: list[float | None] = [None] * len(steps)
-        for step, value in rows:
-            line[at_step[step]] = value
-        values.append(line)
+    values: list[list[float | None]] = [[None] * len(steps) for _ in ids]
+    for series_id, step, value in cells:
+        row = row_of.get(series_id)
+        if row is not None:
+            values[row][at_step[step]] = value
     return Grid(
         rows=[str(item["target"]) for item in found],
         cols=steps,
@@ -112,10 +111,15 @@ def heatmap(
 def ranks_grid(connection: sqlite3.Connection, series_id: int, statistic: str, side: Side) -> Grid:
     """One series: rank x step."""
     expression = _column(statistic, side, statistics(connection))
-    cells = connection.execute(
-        f"SELECT rank, step, {expression} FROM gb_monitor_cells WHERE series_id = ?",
-        (series_id,),
-    ).fetchall()
+    ranks_present = [int(rank) for rank in report(connection).get("ranks", [])]  # type: ignore[attr-defined]
+    cells = [
+        (rank, step, value)
+        for rank in ranks_present
+        for step, value in connection.execute(
+            f"SELECT step, {expression} FROM gb_monitor_cells WHERE rank = ? AND series_id = ?",
+            (rank, series_id),
+        )
+    ]
     ranks = sorted({row[0] for row in cells})
     steps = sorted({row[1] for row in cells})
     at_rank = {r: i for i, r in enumerate(ranks)}
