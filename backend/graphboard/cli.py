@@ -381,6 +381,7 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     demo.set_defaults(run=_run_demo)
     from graphboard.ci.check import add_parser as add_ci_check
     from graphboard.diagnose.command import add_parser as add_diagnose
+    from graphboard.monitor.command import add_parser as add_monitor
     from graphboard.server.commands import add_parsers as add_service_commands
     from graphboard.suggest.command import add_parser as add_suggest
     from graphboard.table.command import add_parser as add_table
@@ -392,6 +393,7 @@ def graphboard_main(argv: Sequence[str] | None = None) -> int:
     add_table(commands)  # table: msprobe compare's result table as CSV / XLSX
     add_suggest(commands)  # suggest-matches: proposals for grey nodes (assisted matching)
     add_service_commands(commands)  # token create/list/revoke, worker
+    add_monitor(commands)  # monitor: two runs' training-state trends, the first departure
     args = parser.parse_args(argv)
     return _guarded("graphboard", args.run, args)
 

@@ -10,6 +10,7 @@ from graphboard.server.routes import (
     heatmap,
     jobs,
     matches,
+    monitor,
     nodes,
     search,
     suggestions,
@@ -27,6 +28,7 @@ API_ROUTERS: tuple[APIRouter, ...] = (
     heatmap.router,
     table.router,
     diagnosis.router,  # /{graph}/diagnosis: before graphs' catch-all
+    monitor.router,  # /api/monitor/...: training-state trends (issue 33)
     graphs.router,  # last: its /{graph}/config must not shadow longer routes
 )
 # Uploads and jobs: each route requires a bearer token itself (not subject to protect_reads).

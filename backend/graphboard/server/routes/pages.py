@@ -117,6 +117,14 @@ def trends_page(request: Request, settings: SettingsDep) -> Response:
     )
 
 
+@router.get("/monitor", response_class=HTMLResponse)
+def monitor_page(request: Request, settings: SettingsDep) -> Response:
+    """Two runs' training-state monitor data (its numbers come from ``/api/monitor/...``)."""
+    return page_shell(
+        request, settings, "monitor.html", {"plotly_available": plotly_path() is not None}
+    )
+
+
 @router.get("/table", response_class=HTMLResponse)
 def table_page(request: Request, settings: SettingsDep) -> Response:
     """Every parameter row of a compare graph, sortable and filterable (its rows come from
