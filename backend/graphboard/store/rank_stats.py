@@ -15,7 +15,6 @@ one), and the reader treats a file without it, older files included, as holding 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
 from typing import Any
@@ -90,15 +89,3 @@ def write(conn: Statements, graphs: Iterable[Graph]) -> None:
     if rows:
         conn.execute(DDL)
         conn.executemany(INSERT, rows)
-
-
-def copy_part(conn: sqlite3.Connection) -> None:
-    """Copy the attached ``part``'s rows into ``main`` (within the caller's transaction),
-    creating the table on the first part that has one."""
-    found = conn.execute(
-        "SELECT 1 FROM part.sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
-    ).fetchone()
-    if found is None:
-        return
-    conn.execute(DDL.replace("IF NOT EXISTS ", "IF NOT EXISTS main.", 1))
-    conn.execute(f"INSERT INTO main.{TABLE} SELECT * FROM part.{TABLE}")

@@ -124,18 +124,6 @@ def write(conn: Statements, graph: Graph) -> None:
     )
 
 
-def copy_part(conn: sqlite3.Connection) -> None:
-    """Copy the attached ``part``'s rows into ``main`` (within the caller's transaction),
-    creating the table on the first part that has one."""
-    found = conn.execute(
-        "SELECT 1 FROM part.sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
-    ).fetchone()
-    if found is None:
-        return
-    conn.execute(DDL.replace("IF NOT EXISTS ", "IF NOT EXISTS main.", 1))
-    conn.execute(f"INSERT INTO main.{TABLE} SELECT * FROM part.{TABLE}")
-
-
 def has_table(conn: sqlite3.Connection) -> bool:
     return (
         conn.execute(

@@ -285,14 +285,30 @@ def merge_part(conn: sqlite3.Connection, part: Path) -> None:
         conn.execute("BEGIN")
         for table in _COPIED_TABLES:
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
-        rank_stats.copy_part(conn)  # only a merged build's parts have the table
         from graphboard.store import reference_table  # only a compare with -nr has the table
 
-        reference_table.copy_part(conn)
+        # tables only some parts have: a merged build's rank statistics, a -nr reference's
+        for table, ddl in (
+            (rank_stats.TABLE, rank_stats.DDL),
+            (reference_table.TABLE, reference_table.DDL),
+        ):
+            _copy_optional_table(conn, table, ddl)
         conn.execute("COMMIT")
     finally:
         conn.execute("DETACH DATABASE part")
     part.unlink(missing_ok=True)
+
+
+def _copy_optional_table(conn: sqlite3.Connection, table: str, ddl: str) -> None:
+    """Copy the attached ``part``'s rows of ``table`` into ``main`` (within the caller's
+    transaction), creating it by ``ddl`` on the first part that has it."""
+    found = conn.execute(
+        "SELECT 1 FROM part.sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    if found is None:
+        return
+    conn.execute(ddl.replace("IF NOT EXISTS ", "IF NOT EXISTS main.", 1))
+    conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
 
 
 def finalize(conn: sqlite3.Connection) -> None:
