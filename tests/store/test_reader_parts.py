@@ -15,7 +15,7 @@ import pytest
 from fixture_cases import BuildFn
 from graphboard.compare.result import Level, label_of_code
 from graphboard.store import matches
-from graphboard.store.reader import GraphKey, VisDb, WriteRefused, open_vis_db
+from graphboard.store.reader import GraphKey, VisDb, WriteRefused, open_vis_db, opening
 from graphboard.store.reader.stored import json_or
 
 NPU = GraphKey("NPU", 0, 0)
@@ -119,18 +119,19 @@ def test_a_matching_write_whose_block_fails_leaves_the_file_as_it_was(
 
 
 def test_a_file_another_writer_holds_refuses_the_write_naming_it(
-    compare_copy: Path, tmp_path: Path
+    compare_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even the first match of a file, which creates graphboard's tables, is refused with
-    the file's name, not an SQLite error."""
+    the file's name, not an SQLite error: busy, once the (shortened) wait runs out."""
+    monkeypatch.setattr(opening, "BUSY_SECONDS", 0.2)
     other = sqlite3.connect(compare_copy, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     try:
         with open_vis_db(compare_copy, tmp_path / "cache", writable=True) as db:
-            db.conn.execute("PRAGMA busy_timeout = 0")  # refuse now, not after the timeout
-            refused = pytest.raises(WriteRefused, match=r"^compare\.vis\.db: cannot write: ")
-            with refused, db.matching_write():
+            held = r"^compare\.vis\.db: another connection held the file"
+            with pytest.raises(WriteRefused, match=held) as refused, db.matching_write():
                 pass
+            assert refused.value.busy
     finally:
         other.execute("ROLLBACK")
         other.close()
