@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from graphboard.monitor.align import align
-from graphboard.monitor.csv_reader import read_csv_run
+from graphboard.monitor.csv_reader import rank_folders, read_csv_run
 from graphboard.monitor.departure import (
     KINDS,
     Departure,
@@ -22,15 +23,15 @@ from graphboard.monitor.spikes import Spike, find_spikes
 from graphboard.monitor.trend_db import read_trend_db
 
 
-def read_run(path: Path) -> MonitorRun:
-    """A run from the monitor's folder of rank folders, a ``.trend.db``, or a folder holding
-    exactly one ``.trend.db`` and no rank folders."""
+def locate_run(path: Path) -> Path:
+    """What :func:`read_run` reads at ``path``, found without reading it: the ``.trend.db``
+    file, or the monitor's folder of rank folders (a MonitorInputError if neither)."""
     if path.is_file():
         if not path.name.endswith(TREND_DB_SUFFIX):
             raise MonitorInputError(
                 f"{path}: expected a monitor output folder or a {TREND_DB_SUFFIX} file"
             )
-        return read_trend_db(path)
+        return path
     if path.is_dir():
         databases = sorted(path.glob(f"*{TREND_DB_SUFFIX}"))
         has_ranks = any(p.is_dir() and RANK_FOLDER.match(p.name) for p in path.iterdir())
@@ -39,9 +40,43 @@ def read_run(path: Path) -> MonitorRun:
                 raise MonitorInputError(
                     f"{path}: {len(databases)} {TREND_DB_SUFFIX} files; name the one to read"
                 )
-            return read_trend_db(databases[0])
-        return read_csv_run(path)
+            return databases[0]
+        rank_folders(path)  # or the reason it holds none (or two of a rank)
+        return path
     raise MonitorInputError(f"{path}: no such file or folder")
+
+
+def find_runs(root: Path, limit: int) -> tuple[list[Path], bool]:
+    """Monitor runs under ``root``, by path: folders holding rank folders (not entered
+    further) and ``.trend.db`` files; hidden folders and symbolic links are skipped. At most
+    ``limit``; the flag says whether more were left out."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(root, followlinks=False):
+        base = Path(folder)
+        names = sorted(name for name in subfolders if not name.startswith("."))
+        if any(RANK_FOLDER.match(name) for name in names):
+            found.append(base)
+            subfolders[:] = []
+        else:
+            subfolders[:] = names
+        found += [
+            base / name
+            for name in sorted(files)
+            if name.endswith(TREND_DB_SUFFIX)
+            and not name.startswith(".")
+            and not (base / name).is_symlink()
+        ]
+        if len(found) > limit:
+            return sorted(found)[:limit], True
+    return sorted(found), False
+
+
+def read_run(path: Path) -> MonitorRun:
+    """A run from the monitor's folder of rank folders, a ``.trend.db``, or a folder holding
+    exactly one ``.trend.db`` and no rank folders. Its source is the absolute path (the report
+    names it, and the .vis.db link rule compares it with the dump folders builds record)."""
+    found = locate_run(path.absolute())
+    return read_trend_db(found) if found.is_file() else read_csv_run(found)
 
 
 @dataclass
@@ -139,4 +174,4 @@ def compare_runs(target: MonitorRun, golden: MonitorRun) -> MonitorReport:
     )
 
 
-__all__ = ["MonitorReport", "compare_runs", "read_run"]
+__all__ = ["MonitorReport", "compare_runs", "find_runs", "locate_run", "read_run"]

@@ -139,11 +139,12 @@ def output_path(output_dir: Path) -> Path:
     return output_dir / f"monitor_{stamp}.trend.db"
 
 
-def save_report(report: MonitorReport, output_dir: Path) -> Path:
-    """Write the report's file into ``output_dir`` (which must exist); its path."""
+def save_report(report: MonitorReport, output_dir: Path, name: str | None = None) -> Path:
+    """Write the report's file into ``output_dir`` (which must exist) as ``name`` (by default
+    ``monitor_<UTC time>.trend.db``); its path."""
     if not output_dir.is_dir():
         raise MonitorInputError(f"{output_dir}: no such folder for the output")
-    final = output_path(output_dir)
+    final = output_dir / name if name is not None else output_path(output_dir)
     if final.exists():
         raise MonitorInputError(f"{final}: exists already; not overwritten")
     temp = final.with_name(f".{final.name}.{os.getpid()}.partial")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from graphboard.monitor.run import MonitorInputError
@@ -33,6 +34,15 @@ def report(connection: sqlite3.Connection) -> dict[str, object]:
         raise MonitorInputError("not a graphboard monitor file (no gb_monitor_meta report)")
     answer: dict[str, object] = json.loads(row[0])
     return answer
+
+
+def read_report(path: Path) -> dict[str, object]:
+    """The report of the file at ``path``, opened read-only."""
+    connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return report(connection)
+    finally:
+        connection.close()
 
 
 def statistics(connection: sqlite3.Connection) -> list[str]:

@@ -102,6 +102,7 @@ class Job(Base):
     golden: Mapped[str | None] = mapped_column(Text)
     layer_mapping: Mapped[str | None] = mapped_column(Text)
     noise_reference: Mapped[str | None] = mapped_column(Text)  # -nr's dump folder, absolute
+    kind: Mapped[str | None] = mapped_column(String(16))  # None: a graph build; "monitor"
     fuzzy_match: Mapped[bool] = mapped_column(Boolean, default=False)
     overflow_check: Mapped[bool] = mapped_column(Boolean, default=False)
     runner: Mapped[str] = mapped_column(String(16))  # local | celery

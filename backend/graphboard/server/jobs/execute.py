@@ -17,6 +17,7 @@ from graphboard.errors import GraphboardError
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
+from graphboard.server.jobs.monitor_job import MONITOR, run_monitor
 from graphboard.server.paths import GRAPH_SUFFIX
 from graphboard.server.settings import Settings
 from graphboard.server.uploads import records as uploads
@@ -121,20 +122,24 @@ def fail_job(settings: Settings, catalog: Catalog, job: Job, error: BaseExceptio
 def run_claimed(
     settings: Settings, catalog: Catalog, job: Job, *, workers: int | None = None
 ) -> None:
-    """Build a job this process has claimed (status running), start to finish."""
+    """Build a job this process has claimed (status running), start to finish; a monitor job
+    (``kind`` monitor) is compared instead, by the same steps."""
     remove_leftovers(settings, job.id)
+    progress = CatalogProgress(catalog, job.id)
     try:
         # A stop signal raises here (stop_signals_raise, entered by the caller's process:
         # local.py's build process, celery_app's tasks) and unwinds run_build, which removes
         # its files and stops its children.
-        result = run_build(
-            job_options(settings, job, workers=workers), CatalogProgress(catalog, job.id)
-        )
+        if job.kind == MONITOR:
+            made, text = run_monitor(settings, job, progress)
+        else:
+            result = run_build(job_options(settings, job, workers=workers), progress)
+            made, text = graph_id_of(settings, result.path), summary(result)
     except Exception as error:  # KeyboardInterrupt / SystemExit: leave it running (re-queued)
         fail_job(settings, catalog, job, error)
         return
     with catalog.session() as session:
-        records.finish(session, job.id, graph_id_of(settings, result.path), summary(result))
+        records.finish(session, job.id, made, text)
     end_job(settings, catalog, job.id)
 
 

@@ -47,6 +47,7 @@ from graphboard.server.jobs.execute import (
     run_claimed,
     summary,
 )
+from graphboard.server.jobs.monitor_job import MONITOR
 from graphboard.server.settings import Settings
 
 log = logging.getLogger("graphboard.jobs")
@@ -102,6 +103,9 @@ def start(
         return
     if job.stage in (records.STAGE_PARTS, records.STAGE_MERGE):
         return  # delivered again after fanning out: the parts have messages of their own
+    if job.kind == MONITOR:  # one comparison: nothing to fan out
+        run_claimed(settings, catalog, job, workers=1)
+        return
     try:
         plan = _plan(settings, job)
     except Exception as error:

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
+from graphboard.server.jobs.monitor_job import MONITOR, monitor_url
 from graphboard.server.jobs.schemas import JobOut
 from graphboard.server.jobs.verdict import viewer_url
 from graphboard.server.settings import Settings
@@ -30,10 +31,17 @@ def _utc(moment: datetime | None) -> datetime | None:
     return moment
 
 
+def _result_url(job: Job) -> str | None:
+    if job.graph_id is None:
+        return None
+    return monitor_url(job.graph_id) if job.kind == MONITOR else viewer_url(job.graph_id)
+
+
 def job_out(session: Session, settings: Settings, job: Job) -> JobOut:
     done_parts = len(records.parts(session, job.id)) if job.parts_total else 0
     return JobOut(
         id=job.id,
+        kind="monitor" if job.kind == MONITOR else "build",
         status=job.status,  # type: ignore[arg-type]
         progress=job.progress,
         message=job.message,
@@ -51,5 +59,5 @@ def job_out(session: Session, settings: Settings, job: Job) -> JobOut:
         created_at=_utc(job.created_at) or job.created_at,
         started_at=_utc(job.started_at),
         finished_at=_utc(job.finished_at),
-        viewer_url=viewer_url(job.graph_id) if job.graph_id else None,
+        viewer_url=_result_url(job),
     )

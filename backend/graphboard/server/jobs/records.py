@@ -54,6 +54,7 @@ def create(
     upload_id: str | None = None,
     token_id: int | None = None,
     noise_reference: Path | None = None,
+    kind: str | None = None,
 ) -> Job:
     moment = now()
     job = Job(
@@ -67,6 +68,7 @@ def create(
         golden=str(golden) if golden is not None else None,
         layer_mapping=str(layer_mapping) if layer_mapping is not None else None,
         noise_reference=str(noise_reference) if noise_reference is not None else None,
+        kind=kind,
         fuzzy_match=fuzzy_match,
         overflow_check=overflow_check,
         runner=runner,

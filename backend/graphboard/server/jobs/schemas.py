@@ -69,11 +69,17 @@ class JobCreated(ApiModel):
 
 class JobOut(ApiModel):
     id: str
+    kind: Literal["build", "monitor"] = Field(
+        default="build", description="build: graph_build; monitor: graphboard monitor"
+    )
     status: JobStatus
     progress: int = Field(ge=0, le=100, description="percent")
     message: str | None = Field(description="what the build is doing, or what it did")
     error: str | None = Field(description="why it failed")
-    graph: str | None = Field(description="the .vis.db's graph id once done (use in /api/graphs)")
+    graph: str | None = Field(
+        description="the .vis.db's graph id once done (use in /api/graphs); a monitor job's "
+        ".trend.db id (use in /api/monitor)"
+    )
     source: Literal["upload", "data_dir"]
     target: str = Field(description="the target folder (under the upload or the data dir)")
     golden: str | None
@@ -86,7 +92,9 @@ class JobOut(ApiModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
-    viewer_url: str | None = Field(description="the viewer on the result, once done")
+    viewer_url: str | None = Field(
+        description="the viewer (a monitor job: the /monitor page) on the result, once done"
+    )
 
 
 class JobListOut(ApiModel):

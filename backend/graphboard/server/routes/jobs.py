@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi import Path as PathParam
 
 from graphboard.errors import GraphboardError
+from graphboard.monitor.formats import TREND_DB_SUFFIX
 from graphboard.server.auth import TokenDep
+from graphboard.server.catalog.models import Job
 from graphboard.server.deps import CatalogDep, CatalogSession, SettingsDep
 from graphboard.server.errors import Conflict, NotFound, UnreadableFile
 from graphboard.server.jobs import records
 from graphboard.server.jobs.folders import create_folder_job
+from graphboard.server.jobs.monitor_job import MONITOR, MonitorVerdictOut, monitor_verdict
 from graphboard.server.jobs.present import job_out
 from graphboard.server.jobs.runner import RunnerDep, submit_or_fail
 from graphboard.server.jobs.schemas import (
@@ -29,6 +33,7 @@ from graphboard.server.jobs.schemas import (
 from graphboard.server.jobs.verdict import verdict
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
 from graphboard.server.rules import RulesQuery
+from graphboard.server.settings import Settings
 from graphboard.store.reader import open_vis_db
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -81,7 +86,7 @@ def get_job(
 
 @router.get(
     "/{job_id}/verdict",
-    response_model=VerdictOut | RuledVerdictOut,
+    response_model=VerdictOut | RuledVerdictOut | MonitorVerdictOut,
     responses=JOB_ERRORS,
     summary="A finished job's verdict",
 )
@@ -91,9 +96,10 @@ def get_verdict(
     session: CatalogSession,
     settings: SettingsDep,
     rules: RulesQuery = "msprobe",
-) -> VerdictOut | RuledVerdictOut:
+) -> VerdictOut | RuledVerdictOut | MonitorVerdictOut:
     """Nodes per verdict and overflow level over the target side (all steps and ranks),
-    the first node that introduces an error, and the viewer URL that opens it."""
+    the first node that introduces an error, and the viewer URL that opens it. A monitor
+    job answers with its summary and first departure (``kind`` monitor; ``rules`` unused)."""
     job = records.get(session, job_id)
     if job is None:
         raise NotFound(f"no job {job_id}", code="unknown_job")
@@ -101,6 +107,8 @@ def get_verdict(
         raise Conflict(f"the job failed: {job.error}", code="job_failed")
     if job.status != records.DONE or job.graph_id is None:
         raise Conflict(f"the job is {job.status}: no verdict yet", code="job_not_done")
+    if job.kind == MONITOR:
+        return _monitor_verdict(settings, job)
     try:
         path = resolve_graph(settings.data_root, job.graph_id)
     except (InvalidGraphId, UnknownGraph):
@@ -113,3 +121,16 @@ def get_verdict(
             return verdict(db, job.id, job.graph_id, rules=rules)
     except GraphboardError as error:
         raise UnreadableFile(str(error)) from None
+
+
+def _monitor_verdict(settings: Settings, job: Job) -> MonitorVerdictOut:
+    path = settings.data_root / f"{job.graph_id}{TREND_DB_SUFFIX}"
+    if not path.is_file():
+        raise NotFound(
+            f"the job's result {job.graph_id!r} is no longer under the data dir",
+            code="unknown_graph",
+        )
+    try:
+        return monitor_verdict(settings, job, path)
+    except (GraphboardError, sqlite3.DatabaseError) as error:
+        raise UnreadableFile(f"{path.name}: {error}") from None

@@ -15,12 +15,18 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 
 from graphboard.monitor import views
+from graphboard.monitor.compare import find_runs
 from graphboard.monitor.dump_config import config_for
 from graphboard.monitor.formats import TREND_DB_SUFFIX
 from graphboard.monitor.run import MonitorInputError
 from graphboard.server import schemas
-from graphboard.server.deps import SettingsDep
+from graphboard.server.auth import TokenDep
+from graphboard.server.deps import CatalogDep, SettingsDep
 from graphboard.server.errors import InvalidParameters, NotFound
+from graphboard.server.jobs.monitor_job import MonitorJobRequest, create_monitor_job
+from graphboard.server.jobs.runner import RunnerDep, submit_or_fail
+from graphboard.server.jobs.schemas import UPLOAD_ERRORS, JobCreated
+from graphboard.server.monitor_links import departure_graphs
 from graphboard.server.paths import InvalidGraphId, check_graph_id
 
 router = APIRouter(prefix="/api/monitor", tags=["monitor"], responses=schemas.ERRORS)
@@ -35,6 +41,7 @@ SideQuery = Annotated[
     Query(description="target, golden, diff (target - golden) or score (|diff| / noise)"),
 ]
 Index = Annotated[int, Query(ge=0, le=1_000_000)]
+MAX_RUNS = 2000
 
 
 def _plain(value: Any) -> Any:
@@ -98,6 +105,55 @@ def list_files(settings: SettingsDep) -> JSONResponse:
             continue
         found.append({"id": str(relative)[: -len(TREND_DB_SUFFIX)], "size": path.stat().st_size})
     return _answer({"files": found})
+
+
+@router.get("/runs", summary="Monitor runs under the data dir (inputs of a monitor job)")
+def list_runs(_token: TokenDep, settings: SettingsDep) -> JSONResponse:
+    """Folders of the monitor's rank folders, and ``.trend.db`` files (msprobe's or
+    graphboard's), as paths under the data dir to pass to ``POST /api/monitor/jobs``."""
+    root = settings.data_root
+    found, truncated = find_runs(root, MAX_RUNS)
+    runs = [
+        {"path": path.relative_to(root).as_posix(), "kind": "file" if path.is_file() else "folder"}
+        for path in found
+        if path != root and not path.is_relative_to(settings.state_root)
+    ]
+    return _answer({"runs": runs, "truncated": truncated})
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=JobCreated,
+    responses=UPLOAD_ERRORS,
+    summary="Compare two monitor runs under the data dir in the background",
+)
+def create_monitor_job_route(
+    request: MonitorJobRequest,
+    token: TokenDep,
+    settings: SettingsDep,
+    catalog: CatalogDep,
+    runner: RunnerDep,
+) -> JobCreated:
+    """``graphboard monitor -tp target -gp golden`` as a job: poll ``status_url``; once done,
+    ``/api/jobs/{id}/verdict`` answers with the summary and the first departure."""
+    runner.warm()
+    job_id = create_monitor_job(settings, catalog, runner.name, request, token)
+    submit_or_fail(runner, catalog, job_id)
+    return JobCreated(job_id=job_id, status="queued", status_url=f"/api/jobs/{job_id}")
+
+
+@router.get("/{file:path}/graphs", summary="The .vis.db files showing the first departure's step")
+def get_graphs(db: MonitorDb, settings: SettingsDep) -> JSONResponse:
+    report = _guarded(lambda: views.report(db))
+    first = report.get("first_departure")
+    return _answer(
+        {
+            "step": first["step"] if first else None,
+            "rank": first["rank"] if first else None,
+            "graphs": departure_graphs(settings, report),
+        }
+    )
 
 
 @router.get("/{file:path}/report", summary="The comparison's report and its series")
