@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { createApi } from '../static/js/api.js';
-import { FIRST_POLL_MS, MAX_POLL_MS, dumpOptions, followJob, jobRequest, nextDelay, progressText, uploadForm, verdictRows } from '../static/js/build/jobs.js';
+import { FIRST_POLL_MS, MAX_POLL_MS, dumpOptions, followJob, jobRequest, monitorRunOptions, monitorVerdictRows, nextDelay, progressText, uploadForm, verdictRows } from '../static/js/build/jobs.js';
 import { translate } from '../static/js/i18n.js';
 
 const t = (key, params) => translate('en', key, params);
@@ -115,4 +115,14 @@ test('the api client sends the saved token and multipart bodies as they are', as
   await createApi({ fetchImpl, token: () => null }).listJobs();
   assert.equal(calls[1].url, '/api/jobs?limit=20');
   assert.equal(calls[1].init.headers.Authorization, undefined);
+});
+
+test('a monitor verdict shows the summary and the first departure, or that the runs agree', () => {
+  const t = (key, params) => (params ? `${key}:${JSON.stringify(params)}` : key);
+  const first = { step: 20, module: 'blocks.2.mlp', kind: 'forward', metric: 'actv', target: 'blocks.2.mlp.output', rank: 0 };
+  const rows = monitorVerdictRows({ summary: 'the line', first_departure: first }, t);
+  assert.deepEqual(rows[0], ['build.summary', 'the line']);
+  assert.equal(rows[1][1], `build.firstDepartureLine:${JSON.stringify(first)}`);
+  assert.deepEqual(monitorVerdictRows({ summary: 's', first_departure: null }, t)[1], ['build.firstDeparture', 'build.noDeparture']);
+  assert.deepEqual(monitorRunOptions([{ path: 'exp/a', kind: 'folder' }]).map((o) => o.value), ['exp/a']);
 });

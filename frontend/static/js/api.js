@@ -161,5 +161,8 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
     verdict: (id, options) => request('GET', `/api/jobs/${encodeURIComponent(id)}/verdict`, options),
     startJob: (body) => request('POST', '/api/jobs', { body }),
     upload: (formData) => request('POST', '/api/uploads', { body: formData }),
+    // Monitor compares (graphboard monitor) as jobs: the runs under the data dir, and a start.
+    listMonitorRuns: (options) => request('GET', '/api/monitor/runs', options),
+    startMonitorJob: (body) => request('POST', '/api/monitor/jobs', { body }),
   };
 }

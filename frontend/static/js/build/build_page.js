@@ -6,13 +6,29 @@ import { ApiError, TOKEN_KEY, createApi, storedToken } from '../api.js';
 import { el, setChildren } from '../dom.js';
 import { Page } from '../page.js';
 import { save } from '../storage.js';
-import { dumpOptions, followJob, jobRequest, progressText, uploadForm, verdictRows } from './jobs.js';
+import {
+  dumpOptions,
+  followJob,
+  jobRequest,
+  monitorRunOptions,
+  monitorVerdictRows,
+  progressText,
+  uploadForm,
+  verdictRows,
+} from './jobs.js';
+
+const TABS = [
+  ['tab-folders', 'panel-folders'],
+  ['tab-upload', 'panel-upload'],
+  ['tab-monitor', 'panel-monitor'],
+];
 
 export class BuildPage extends Page {
   constructor(doc = document, { api = createApi() } = {}) {
     super(doc);
     this.api = api;
     this.dumps = null; // the last /api/dumps answer
+    this.monitorRuns = null; // the last /api/monitor/runs answer
     this.jobs = [];
     this.following = null; // AbortController of the job being followed
     this.lastStart = null; // re-sends the last request (Rebuild)
@@ -23,6 +39,7 @@ export class BuildPage extends Page {
     this.listenToLook((what) => {
       if (what !== 'lang') return;
       this.renderDumps();
+      this.renderMonitorRuns();
       this.renderJobs();
     });
     this.$('token-form').addEventListener('submit', (event) => {
@@ -35,7 +52,7 @@ export class BuildPage extends Page {
       this.$('token-input').value = '';
       this.refresh();
     });
-    for (const [tab, panel] of [['tab-folders', 'panel-folders'], ['tab-upload', 'panel-upload']]) {
+    for (const [tab, panel] of TABS) {
       this.$(tab).addEventListener('click', () => this.showTab(tab, panel));
     }
     this.$('panel-folders').addEventListener('submit', (event) => {
@@ -46,6 +63,10 @@ export class BuildPage extends Page {
       event.preventDefault();
       this.startFromUpload();
     });
+    this.$('panel-monitor').addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.startMonitor();
+    });
     this.$('folder-refresh').addEventListener('click', () => this.refresh());
     this.$('back').addEventListener('click', () => this.showForm());
     this.$('rebuild').addEventListener('click', () => this.lastStart?.());
@@ -54,7 +75,7 @@ export class BuildPage extends Page {
   }
 
   showTab(tabId, panelId) {
-    for (const [tab, panel] of [['tab-folders', 'panel-folders'], ['tab-upload', 'panel-upload']]) {
+    for (const [tab, panel] of TABS) {
       this.$(tab).setAttribute('aria-selected', String(tab === tabId));
       this.$(panel).hidden = panel !== panelId;
     }
@@ -75,21 +96,29 @@ export class BuildPage extends Page {
       state('none');
       this.setTokenStatus('build.tokenNeeded', true);
       this.dumps = null;
+      this.monitorRuns = null;
       this.jobs = [];
       this.renderDumps();
+      this.renderMonitorRuns();
       this.renderJobs();
       return;
     }
     state('checking');
     let outcome = 'ok';
     try {
-      const [dumps, jobs] = await Promise.all([this.api.listDumps(), this.api.listJobs({ limit: 20 })]);
+      const [dumps, jobs, monitorRuns] = await Promise.all([
+        this.api.listDumps(),
+        this.api.listJobs({ limit: 20 }),
+        this.api.listMonitorRuns(),
+      ]);
       this.dumps = dumps;
+      this.monitorRuns = monitorRuns;
       this.jobs = jobs.jobs;
       this.setTokenStatus('build.tokenAccepted');
       this.showFormError(null);
     } catch (error) {
       this.dumps = null;
+      this.monitorRuns = null;
       this.jobs = [];
       outcome = error instanceof ApiError && error.status === 401 ? 'refused' : 'error';
       if (outcome === 'refused') this.setTokenStatus('build.tokenRefused', true);
@@ -97,6 +126,7 @@ export class BuildPage extends Page {
       this.showFormError(error);
     }
     this.renderDumps();
+    this.renderMonitorRuns();
     this.renderJobs();
     state(outcome);
   }
@@ -124,6 +154,21 @@ export class BuildPage extends Page {
     if (this.dumps?.truncated) note = this.t('build.truncated');
     this.$('folders-note').textContent = note;
     this.$('folder-start').disabled = usable === 0;
+  }
+
+  renderMonitorRuns() {
+    const options = monitorRunOptions(this.monitorRuns?.runs ?? []);
+    for (const select of [this.$('monitor-target'), this.$('monitor-golden')]) {
+      const before = select.value;
+      setChildren(select, options.map((item) => el('option', { value: item.value }, item.label)));
+      if (options.some((item) => item.value === before)) select.value = before;
+    }
+    if (options.length > 1 && this.$('monitor-golden').value === this.$('monitor-target').value) {
+      this.$('monitor-golden').value = options[1].value; // two runs, not one against itself
+    }
+    const none = this.monitorRuns && options.length === 0;
+    this.$('monitor-note').textContent = none ? this.t('build.noMonitorRuns') : this.monitorRuns?.truncated ? this.t('build.truncated') : '';
+    this.$('monitor-start').disabled = options.length === 0;
   }
 
   renderJobs() {
@@ -203,6 +248,12 @@ export class BuildPage extends Page {
     await this.lastStart();
   }
 
+  async startMonitor() {
+    const body = { target: this.$('monitor-target').value, golden: this.$('monitor-golden').value };
+    this.lastStart = () => this.submit(() => this.api.startMonitorJob(body));
+    await this.lastStart();
+  }
+
   /** Send the request that creates the job, then follow it. */
   async submit(create, waitingKey = 'build.starting') {
     this.showFormError(null);
@@ -275,13 +326,31 @@ export class BuildPage extends Page {
     );
   }
 
+  showMonitorVerdict(job, verdict) {
+    const rows = monitorVerdictRows(verdict, (key, params) => this.t(key, params));
+    const links = [
+      ...(verdict.dump_config_url ? [el('a', { href: verdict.dump_config_url, download: 'config.json' }, this.t('build.dumpConfig'))] : []),
+      ...verdict.graphs.map((graph) => el('a', { href: graph.url, title: graph.match }, `${this.t('build.stepGraphs')}: ${graph.graph}`)),
+    ];
+    setChildren(
+      this.$('job-result'),
+      el('p', {}, this.t('build.comparedIn', { graph: job.graph })),
+      el('dl', { className: 'verdict' }, rows.flatMap(([label, value]) => [el('dt', {}, label), el('dd', {}, value)])),
+      links.length ? el('p', { className: 'build-row' }, links) : null,
+    );
+  }
+
   async showVerdict(job) {
     const link = this.$('open-result');
     link.href = job.viewer_url;
     link.hidden = false;
     try {
       const verdict = await this.api.verdict(job.id);
-      link.href = verdict.url; // opens the first error
+      link.href = verdict.url; // opens the first error (a monitor job: the /monitor page)
+      if (job.kind === 'monitor') {
+        this.showMonitorVerdict(job, verdict);
+        return;
+      }
       const rows = verdictRows(verdict, (key, params) => this.t(key, params));
       setChildren(
         this.$('job-result'),

@@ -102,3 +102,18 @@ export function verdictRows(verdict, t) {
   }
   return rows;
 }
+
+/** A monitor job's verdict (kind monitor) as label/value rows: the summary line and the first
+ * departure. */
+export function monitorVerdictRows(verdict, t) {
+  const first = verdict.first_departure;
+  return [
+    [t('build.summary'), verdict.summary],
+    [t('build.firstDeparture'), first ? t('build.firstDepartureLine', first) : t('build.noDeparture')],
+  ];
+}
+
+/** Select options for the monitor runs under the data dir. */
+export function monitorRunOptions(runs) {
+  return runs.map((run) => ({ value: run.path, label: run.path, disabled: false, title: '' }));
+}

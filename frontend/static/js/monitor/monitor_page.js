@@ -6,7 +6,7 @@
 
 import { loadPlotly, cssVar } from '../charts/stats_chart.js';
 import { Page } from '../page.js';
-import { heatmapCells, formatValue } from '../trends/heatmap_chart.js';
+import { cellCenter, heatmapCells, formatValue } from '../trends/heatmap_chart.js';
 
 async function getJson(url) {
   const response = await fetch(url);
@@ -40,6 +40,20 @@ export function scoreCells(values) {
   const z = numbers.map((row) => row.map((v) => (v === null ? null : Number.isFinite(v) ? v : top)));
   const text = numbers.map((row) => row.map((v) => (v === null ? '—' : Number.isFinite(v) ? v.toPrecision(4) : 'not finite on one side')));
   return { z, text, scale: 'YlOrRd', reverse: true, zmin: 0, zmax: top, zmid: undefined };
+}
+
+/** Links to the .vis.db files showing the first departure's step (/api/monitor/{file}/graphs):
+ * those of the run first (match "step and run"), then those matched on the step alone. */
+export function graphLinks(doc, answer) {
+  return answer.graphs.map((graph) => {
+    const link = doc.createElement('a');
+    link.href = graph.url;
+    link.className = 'button-link';
+    link.dataset.match = graph.match;
+    link.title = graph.match === 'step' ? 'holds that step and rank (the dump folders it was built from are not recorded)' : 'holds that step and rank, built from this run\'s dump';
+    link.textContent = `step ${answer.step}: ${graph.graph}.vis.db`;
+    return link;
+  });
 }
 
 export function summaryText(report) {
@@ -92,6 +106,8 @@ export class MonitorPage extends Page {
     link.hidden = !first;
     link.href = `${this.base()}/dump-config`;
     this.el('monitor-summary').textContent = summaryText(answer.report);
+    const graphs = first ? await getJson(`${this.base()}/graphs`) : { graphs: [] };
+    this.el('monitor-graphs').replaceChildren(...graphLinks(this.doc, graphs));
     await this.drawHeatmap();
     await this.drawGradNorm();
   }
@@ -148,6 +164,12 @@ export class MonitorPage extends Page {
         colorscale: cells.scale, reversescale: Boolean(cells.reverse), zmin: cells.zmin, zmax: cells.zmax, zmid: cells.zmid, hovertemplate: 'step %{x}<br>%{y}<br>%{text}<extra></extra>' },
     ], { title: { text: `${name}: ranks × steps (${side})` }, height: 80 + 30 * ranks.rows.length, margin: { t: 40, b: 40 },
       xaxis: { type: 'category' }, yaxis: { type: 'category', autorange: 'reversed' } }, { displaylogo: false, responsive: true });
+    this.doc.body.dataset.series = name; // the lines shown (for the browser tests)
+  }
+
+  /** The heatmap cell's centre on the screen (row, column indexes), for the browser tests. */
+  cellCenter(row, col) {
+    return cellCenter(this.el('monitor-heatmap'), row, col);
   }
 
   async drawGradNorm() {
