@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from monitor_runs import FAULT_STEP, MonitorRuns
 
-from ci_support import auth, new_token, wait_job
+from ci_support import auth, new_token, tar_gz, wait_job
 from fixture_cases import fixture_path
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
@@ -147,3 +147,47 @@ def test_what_is_no_monitor_run_is_refused_before_a_job_exists(
     answer = http.post("/api/monitor/jobs", headers=auth(token), json=body)
     assert answer.status_code == 422, answer.text
     assert answer.json()["error"]["message"].startswith(says), answer.json()
+
+
+def test_uploaded_runs_are_compared_and_the_upload_removed(
+    client: tuple[TestClient, str], data: Path, tmp_path: Path
+) -> None:
+    http, token = client
+    target = tar_gz(data / "exp" / "target" / "monitor", tmp_path / "target.tar.gz")
+    (rank_folder,) = (data / "exp" / "golden" / "monitor").glob("*-rank0-*")
+    golden = tar_gz(rank_folder, tmp_path / "golden.tar.gz")  # the rank folder alone
+    with target.open("rb") as t, golden.open("rb") as g:
+        created = http.post(
+            "/api/monitor/uploads",
+            headers=auth(token),
+            files={"target": ("target.tar.gz", t), "golden": ("golden.tar.gz", g)},
+        )
+    assert created.status_code == 201, created.text
+    job = wait_job(http, created.json()["job_id"], token)
+    assert (job["status"], job["kind"], job["source"]) == ("done", "monitor", "upload"), job
+    verdict = http.get(f"/api/jobs/{job['id']}/verdict", headers=auth(token)).json()
+    assert (verdict["first_departure"]["step"], verdict["first_departure"]["module"]) == (
+        FAULT_STEP,
+        "blocks.2.mlp",
+    )
+    assert verdict["graphs"] == []  # an upload's runs have no dump folders under the data dir
+    assert not (data / ".graphboard" / "uploads" / created.json()["upload_id"]).exists()
+
+
+def test_an_upload_that_is_no_monitor_run_is_refused(
+    client: tuple[TestClient, str], data: Path, tmp_path: Path
+) -> None:
+    http, token = client
+    target = tar_gz(data / "exp" / "target" / "monitor", tmp_path / "target.tar.gz")
+    dump = tar_gz(data / "other" / "dump" / "golden", tmp_path / "dump.tar.gz")
+    with target.open("rb") as t:
+        alone = http.post("/api/monitor/uploads", headers=auth(token), files={"target": t})
+    assert (alone.status_code, alone.json()["error"]["code"]) == (422, "missing_golden")
+    with target.open("rb") as t, dump.open("rb") as d:
+        wrong = http.post(
+            "/api/monitor/uploads", headers=auth(token), files={"target": t, "golden": d}
+        )
+    assert wrong.status_code == 422, wrong.text
+    assert wrong.json()["error"]["message"].startswith(
+        "golden/golden/step20/rank0: no monitor rank folders"
+    ), wrong.json()

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from pydantic import Field
 
 from graphboard.monitor.compare import compare_runs, locate_run, read_run
-from graphboard.monitor.formats import TREND_DB_SUFFIX
+from graphboard.monitor.formats import RANK_FOLDER, TREND_DB_SUFFIX
 from graphboard.monitor.run import MonitorInputError
 from graphboard.monitor.store import save_report
 from graphboard.monitor.views import read_report
@@ -25,7 +25,11 @@ from graphboard.server.jobs import records
 from graphboard.server.monitor_links import departure_graphs
 from graphboard.server.schemas import ApiModel
 from graphboard.server.settings import Settings
+from graphboard.server.uploads import records as uploads
+from graphboard.server.uploads.accept import unpack_fields
+from graphboard.server.uploads.archives import Budget
 from graphboard.server.uploads.dumps import BadFolder, relative_message, resolve_folder
+from graphboard.server.uploads.multipart import ReceivedForm
 
 MONITOR = "monitor"
 Progress = Callable[[float, str], None]  # run_build's progress callback's shape
@@ -106,6 +110,74 @@ def create_monitor_job(
             fuzzy_match=False,
             overflow_check=False,
             runner=runner,
+            token_id=token.id,
+            kind=MONITOR,
+        )
+        session.commit()
+        return job.id
+
+
+def _monitor_root(unpacked: Path) -> Path:
+    """The run inside an unpacked archive: down through lone wrapper folders to the folder
+    holding rank folders or a .trend.db (an archive of rank folders is that folder itself)."""
+    root = unpacked
+    while True:
+        entries = [entry for entry in root.iterdir() if not entry.name.startswith(".")]
+        if any(
+            entry.name.endswith(TREND_DB_SUFFIX)
+            or (RANK_FOLDER.match(entry.name) and entry.is_dir())
+            for entry in entries
+        ):
+            return root
+        if len(entries) != 1 or not entries[0].is_dir() or entries[0].is_symlink():
+            return root  # no run: locate_run says why
+        root = entries[0]
+
+
+def accept_monitor_upload(
+    settings: Settings,
+    catalog: Catalog,
+    runner: str,
+    upload_id: str,
+    folder: Path,
+    form: ReceivedForm,
+    token: TokenIdentity,
+) -> str:
+    """Unpack and check two uploaded runs (``target`` and ``golden``, each a .tar.gz or .zip
+    of a monitor output folder or a .trend.db); queue their monitor job; its id."""
+    missing = [field for field in ("target", "golden") if field not in form.files]
+    if missing:
+        raise InvalidParameters(
+            f"{missing[0]}: a .tar.gz or .zip of the {missing[0]} run's monitor output is required",
+            code=f"missing_{missing[0]}",
+        )
+    budget = Budget(settings.max_unpacked_bytes, settings.max_archive_files)
+    roots = unpack_fields(form, folder, budget, _monitor_root)
+    for root in roots.values():
+        try:
+            locate_run(root)
+        except MonitorInputError as error:
+            raise InvalidParameters(relative_message(error, folder), code="invalid_run") from None
+    with catalog.session() as session:
+        uploads.create(
+            session,
+            upload_id=upload_id,
+            token_id=token.id,
+            folder=folder,
+            archive_bytes=sum(received.size for received in form.files.values()),
+            unpacked_bytes=budget.bytes_used,
+            file_count=budget.files_used,
+        )
+        session.flush()  # the upload row before the job that points at it
+        job = records.create(
+            session,
+            target=roots["target"],
+            golden=roots["golden"],
+            layer_mapping=None,
+            fuzzy_match=False,
+            overflow_check=False,
+            runner=runner,
+            upload_id=upload_id,
             token_id=token.id,
             kind=MONITOR,
         )

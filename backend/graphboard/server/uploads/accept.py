@@ -10,6 +10,7 @@ golden and the layer-mapping file are checked too).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -63,7 +64,14 @@ def check_flags(*, golden: bool, fuzzy_match: bool, layer_mapping: bool) -> None
         raise InvalidParameters(f"{flag} needs a golden dump", code="needs_golden")
 
 
-def _unpack(form: ReceivedForm, folder: Path, budget: Budget) -> dict[str, Path]:
+def unpack_fields(
+    form: ReceivedForm,
+    folder: Path,
+    budget: Budget,
+    root_of: Callable[[Path], Path] = dump_root,
+) -> dict[str, Path]:
+    """Unpack each dump field's archive into ``folder/<field>``; what ``root_of`` finds in it
+    (the dump inside, by default) per field. Refusals name the field, archive and member."""
     roots: dict[str, Path] = {}
     for field in DUMP_FIELDS:
         received = form.files.get(field)
@@ -85,7 +93,7 @@ def _unpack(form: ReceivedForm, folder: Path, budget: Budget) -> dict[str, Path]
                 details={"field": field, "member": error.member},
             ) from None
         received.path.unlink()  # the unpacked copy is what the build reads
-        roots[field] = dump_root(dest)
+        roots[field] = root_of(dest)
     return roots
 
 
@@ -119,7 +127,7 @@ def accept_upload(
     )
     archive_bytes = sum(received.size for received in form.files.values())
     budget = Budget(settings.max_unpacked_bytes, settings.max_archive_files)
-    roots = _unpack(form, folder, budget)
+    roots = unpack_fields(form, folder, budget)
     mapping = None
     if MAPPING_FIELD in form.files:
         mapping = folder / "layer_mapping.yaml"
