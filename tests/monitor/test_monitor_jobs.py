@@ -15,8 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 from monitor_runs import FAULT_STEP, MonitorRuns
 
-from ci_support import auth, new_token, tar_gz, wait_job
+from ci_support import auth, live_server, new_token, tar_gz, wait_job
 from fixture_cases import fixture_path
+from graphboard.cli import graphboard_main
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 
@@ -191,3 +192,39 @@ def test_an_upload_that_is_no_monitor_run_is_refused(
     assert wrong.json()["error"]["message"].startswith(
         "golden/golden/step20/rank0: no monitor rank folders"
     ), wrong.json()
+
+
+def test_ci_check_monitor_fails_on_a_departure_and_passes_without(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(data_dir=data, state_dir=tmp_path / "state")
+    token = new_token(settings)
+    runs = data / "exp"
+
+    def check(target: str, *extra: str) -> int:
+        return graphboard_main(
+            [
+                "ci-check",
+                "--server",
+                base,
+                "--token",
+                token,
+                "--monitor",
+                "--target",
+                str(runs / target / "monitor"),
+                "--golden",
+                str(runs / "golden" / "monitor"),
+                "-q",
+                *extra,
+            ]
+        )
+
+    with live_server(settings) as base:
+        assert check("target") == 1
+        out = capsys.readouterr().out.splitlines()
+        assert out[0] == "graphboard verdict: FAIL (the runs part)"
+        assert out[2].startswith("  first departure: step 20, blocks.2.mlp (forward, actv")
+        assert out[-1].startswith(f"  open      {base}/monitor?file=builds%2Fmonitor_")
+        assert check("rerun", "--json") == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["passed"] is True and report["verdict"]["first_departure"] is None

@@ -2,7 +2,9 @@
 
 Exit codes: 0 the errors are within ``--max-errors``; 1 they are not; 2 no verdict (the
 build failed, the server refused the upload or the token, it could not be reached, or the
-job did not finish within ``--timeout``). Every failure is one line on stderr.
+job did not finish within ``--timeout``). Every failure is one line on stderr. With
+``--monitor`` the folders are two runs' training-state monitor output, compared as
+``graphboard monitor`` does: 0 no departure, 1 a departure (the first is printed).
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from graphboard.ci.client import CiError, Client
 from graphboard.ci.pack import PackError, pack
 from graphboard.ci.report import (
     NO_VERDICT,
+    PASSED,
+    TOO_MANY_ERRORS,
     add_max_errors,
     add_rules,
     exit_code,
+    monitor_lines,
     passes,
     verdict_lines,
 )
@@ -53,6 +58,12 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--timeout", type=float, default=3600.0, help="seconds to wait for the build (3600)"
     )
+    parser.add_argument(
+        "--monitor",
+        action="store_true",
+        help="the folders are msprobe training-state monitor output (TrainerMon): compare "
+        "the runs (graphboard monitor) and fail on a departure",
+    )
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     add_rules(parser)
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -74,6 +85,10 @@ def _check_inputs(args: argparse.Namespace) -> None:
         raise CiError(f"--layer-mapping {args.layer_mapping}: no such file")
     if args.golden is None and (args.fuzzy_match or args.layer_mapping is not None):
         raise CiError("--fuzzy-match and --layer-mapping need --golden")
+    if args.monitor and args.golden is None:
+        raise CiError("--monitor needs --golden (the run to compare against)")
+    if args.monitor and (args.fuzzy_match or args.overflow_check or args.layer_mapping):
+        raise CiError("--fuzzy-match, --overflow-check and --layer-mapping are for dumps")
     if args.max_errors < 0:
         raise CiError("--max-errors must be 0 or more")
 
@@ -114,13 +129,16 @@ def _upload(args: argparse.Namespace, client: Client) -> str:
             size = pack(folder, archive)
             _say(args, f"packed {folder} ({size / 1e6:.1f} MB)")
             archives[side] = archive
-        created = client.upload(
-            archives["target"],
-            archives.get("golden"),
-            args.layer_mapping,
-            fuzzy_match=args.fuzzy_match,
-            overflow_check=args.overflow_check,
-        )
+        if args.monitor:
+            created = client.upload_monitor(archives["target"], archives["golden"])
+        else:
+            created = client.upload(
+                archives["target"],
+                archives.get("golden"),
+                args.layer_mapping,
+                fuzzy_match=args.fuzzy_match,
+                overflow_check=args.overflow_check,
+            )
     job_id = str(created["job_id"])
     _say(args, f"uploaded; job {job_id}")
     return job_id
@@ -149,6 +167,8 @@ def run(args: argparse.Namespace) -> int:
     except (KeyError, TypeError, ValueError) as error:  # a server answering something else
         print(f"ci-check: error: unexpected answer from {args.server}: {error!r}", file=sys.stderr)
         return NO_VERDICT
+    if args.monitor:
+        return _monitor_answer(args, verdict)
     if args.json:
         report = {
             "passed": passes(verdict, args.max_errors),
@@ -160,3 +180,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(verdict_lines(verdict, args.server, args.max_errors)))
     return exit_code(verdict, args.max_errors)
+
+
+def _monitor_answer(args: argparse.Namespace, verdict: dict[str, Any]) -> int:
+    departed = verdict["first_departure"] is not None
+    if args.json:
+        report = {
+            "passed": not departed,
+            "url": args.server.rstrip("/") + verdict["url"],
+            "verdict": verdict,
+        }
+        print(json.dumps(report, indent=2))
+    else:
+        print("\n".join(monitor_lines(verdict, args.server)))
+    return TOO_MANY_ERRORS if departed else PASSED

@@ -87,6 +87,15 @@ class Client:
             for handle in handles.values():
                 handle.close()
 
+    def upload_monitor(self, target: Path, golden: Path) -> dict[str, Any]:
+        """POST /api/monitor/uploads: two runs' monitor output, as archives."""
+        with target.open("rb") as target_file, golden.open("rb") as golden_file:
+            files = {
+                "target": (target.name, target_file, "application/octet-stream"),
+                "golden": (golden.name, golden_file, "application/octet-stream"),
+            }
+            return self._call("POST", "/api/monitor/uploads", files=files, timeout=UPLOAD_TIMEOUT)
+
     def check_token(self) -> None:
         """Fail on a bad token or server before packing what may be gigabytes."""
         self._call("GET", "/api/jobs", params={"limit": 1})

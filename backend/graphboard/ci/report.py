@@ -88,3 +88,21 @@ def findings_lines(verdict: dict[str, Any], server: str, view: str | None = None
         lines.append(f"  diagnosis {found['summary']}")
     lines.append(f"  {view}" if view else f"  open      {server.rstrip('/')}{verdict['url']}")
     return lines
+
+
+def monitor_lines(verdict: dict[str, Any], server: str) -> list[str]:
+    """A monitor job's verdict (``kind`` monitor): PASS when the runs do not part beyond the
+    noise, FAIL with the first departure otherwise, and the page that shows it."""
+    first = verdict.get("first_departure")
+    head = "FAIL (the runs part)" if first else "PASS (no departure)"
+    lines = [f"graphboard verdict: {head}", f"  summary   {verdict['summary']}"]
+    if first:
+        lines.append(
+            f"  first departure: step {first['step']}, {first['module']} ({first['kind']}, "
+            f"{first['metric']} {first['target']}, rank {first['rank']})"
+        )
+        base = server.rstrip("/")
+        lines.append(f"  dump config  {base}{verdict['dump_config_url']}")
+        lines += [f"  step graph   {base}{graph['url']}" for graph in verdict.get("graphs", [])]
+    lines.append(f"  open      {server.rstrip('/')}{verdict['url']}")
+    return lines
