@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -172,7 +173,12 @@ def test_uploaded_runs_are_compared_and_the_upload_removed(
         "blocks.2.mlp",
     )
     assert verdict["graphs"] == []  # an upload's runs have no dump folders under the data dir
-    assert not (data / ".graphboard" / "uploads" / created.json()["upload_id"]).exists()
+    # Its unpacked runs go once the job has ended (just after it is marked done).
+    unpacked = data / ".graphboard" / "uploads" / created.json()["upload_id"]
+    deadline = time.monotonic() + 30
+    while unpacked.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not unpacked.exists()
 
 
 def test_an_upload_that_is_no_monitor_run_is_refused(

@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from pydantic import Field
+from sqlalchemy.orm import Session
 
 from graphboard.monitor.compare import compare_runs, locate_run, read_run
 from graphboard.monitor.formats import RANK_FOLDER, TREND_DB_SUFFIX
@@ -25,8 +26,7 @@ from graphboard.server.jobs import records
 from graphboard.server.monitor_links import departure_graphs
 from graphboard.server.schemas import ApiModel
 from graphboard.server.settings import Settings
-from graphboard.server.uploads import records as uploads
-from graphboard.server.uploads.accept import unpack_fields
+from graphboard.server.uploads.accept import record_upload, unpack_fields
 from graphboard.server.uploads.archives import Budget
 from graphboard.server.uploads.dumps import BadFolder, relative_message, resolve_folder
 from graphboard.server.uploads.multipart import ReceivedForm
@@ -102,19 +102,32 @@ def create_monitor_job(
     target = _run(settings, "target", request.target)
     golden = _run(settings, "golden", request.golden)
     with catalog.session() as session:
-        job = records.create(
-            session,
-            target=target,
-            golden=golden,
-            layer_mapping=None,
-            fuzzy_match=False,
-            overflow_check=False,
-            runner=runner,
-            token_id=token.id,
-            kind=MONITOR,
-        )
-        session.commit()
-        return job.id
+        return _record(session, target, golden, runner, token)
+
+
+def _record(
+    session: Session,
+    target: Path,
+    golden: Path,
+    runner: str,
+    token: TokenIdentity,
+    upload_id: str | None = None,
+) -> str:
+    """The queued monitor job of two runs, committed; its id."""
+    job = records.create(
+        session,
+        target=target,
+        golden=golden,
+        layer_mapping=None,
+        fuzzy_match=False,
+        overflow_check=False,
+        runner=runner,
+        upload_id=upload_id,
+        token_id=token.id,
+        kind=MONITOR,
+    )
+    session.commit()
+    return job.id
 
 
 def _monitor_root(unpacked: Path) -> Path:
@@ -159,30 +172,8 @@ def accept_monitor_upload(
         except MonitorInputError as error:
             raise InvalidParameters(relative_message(error, folder), code="invalid_run") from None
     with catalog.session() as session:
-        uploads.create(
-            session,
-            upload_id=upload_id,
-            token_id=token.id,
-            folder=folder,
-            archive_bytes=sum(received.size for received in form.files.values()),
-            unpacked_bytes=budget.bytes_used,
-            file_count=budget.files_used,
-        )
-        session.flush()  # the upload row before the job that points at it
-        job = records.create(
-            session,
-            target=roots["target"],
-            golden=roots["golden"],
-            layer_mapping=None,
-            fuzzy_match=False,
-            overflow_check=False,
-            runner=runner,
-            upload_id=upload_id,
-            token_id=token.id,
-            kind=MONITOR,
-        )
-        session.commit()
-        return job.id
+        record_upload(session, upload_id, token, folder, form, budget)
+        return _record(session, roots["target"], roots["golden"], runner, token, upload_id)
 
 
 def remove_leftovers(settings: Settings, job_id: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 
 from graphboard.monitor import views
 from graphboard.monitor.compare import find_runs
@@ -25,7 +23,6 @@ from graphboard.server import schemas
 from graphboard.server.auth import TokenDep
 from graphboard.server.deps import CatalogDep, SettingsDep
 from graphboard.server.errors import InvalidParameters, NotFound
-from graphboard.server.jobs import records
 from graphboard.server.jobs.monitor_job import (
     MonitorJobRequest,
     accept_monitor_upload,
@@ -35,7 +32,7 @@ from graphboard.server.jobs.runner import RunnerDep, submit_or_fail
 from graphboard.server.jobs.schemas import UPLOAD_ERRORS, JobCreated
 from graphboard.server.monitor_links import departure_graphs
 from graphboard.server.paths import InvalidGraphId, check_graph_id
-from graphboard.server.uploads.multipart import receive_form
+from graphboard.server.routes.uploads import queue_upload
 
 router = APIRouter(prefix="/api/monitor", tags=["monitor"], responses=schemas.ERRORS)
 
@@ -168,27 +165,15 @@ async def upload_monitor_runs(
     """Multipart fields ``target`` and ``golden``: each a .tar.gz or .zip of a run's monitor
     output (its folder of ``<time>-rank<r>-<id>/`` CSV folders, or a .trend.db). Checked as
     dump uploads are (size, members), then queued as a monitor job."""
-    runner.warm()
-    upload_id = records.new_id()
-    folder = settings.uploads_dir / upload_id
-    folder.mkdir(parents=True)
-    try:
-        form = await receive_form(
-            request,
-            folder,
-            file_fields={"target": settings.max_upload_bytes, "golden": settings.max_upload_bytes},
-            text_fields=set(),
-            max_bytes=settings.max_upload_bytes,
-        )
-        job_id = await run_in_threadpool(
-            accept_monitor_upload, settings, catalog, runner.name, upload_id, folder, form, token
-        )
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    await run_in_threadpool(submit_or_fail, runner, catalog, job_id)
-    return JobCreated(
-        job_id=job_id, upload_id=upload_id, status="queued", status_url=f"/api/jobs/{job_id}"
+    return await queue_upload(
+        request,
+        settings,
+        catalog,
+        runner,
+        token,
+        file_fields={"target": settings.max_upload_bytes, "golden": settings.max_upload_bytes},
+        text_fields=set(),
+        accept=accept_monitor_upload,
     )
 
 

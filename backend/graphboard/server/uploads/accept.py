@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from graphboard.build import BuildOptions, plan_build
 from graphboard.errors import GraphboardError
@@ -104,6 +105,27 @@ def validate(options: BuildOptions, base: Path) -> None:
         raise InvalidDump(relative_message(error, base)) from None
 
 
+def record_upload(
+    session: Session,
+    upload_id: str,
+    token: TokenIdentity,
+    folder: Path,
+    form: ReceivedForm,
+    budget: Budget,
+) -> None:
+    """The upload's catalog row, flushed: before the job that points at it."""
+    uploads.create(
+        session,
+        upload_id=upload_id,
+        token_id=token.id,
+        folder=folder,
+        archive_bytes=sum(received.size for received in form.files.values()),
+        unpacked_bytes=budget.bytes_used,
+        file_count=budget.files_used,
+    )
+    session.flush()
+
+
 def accept_upload(
     settings: Settings,
     catalog: Catalog,
@@ -125,7 +147,6 @@ def accept_upload(
         fuzzy_match=flags.fuzzy_match,
         layer_mapping=MAPPING_FIELD in form.files,
     )
-    archive_bytes = sum(received.size for received in form.files.values())
     budget = Budget(settings.max_unpacked_bytes, settings.max_archive_files)
     roots = unpack_fields(form, folder, budget)
     mapping = None
@@ -142,16 +163,7 @@ def accept_upload(
     )
     validate(options, folder)
     with catalog.session() as session:
-        uploads.create(
-            session,
-            upload_id=upload_id,
-            token_id=token.id,
-            folder=folder,
-            archive_bytes=archive_bytes,
-            unpacked_bytes=budget.bytes_used,
-            file_count=budget.files_used,
-        )
-        session.flush()  # the upload row before the job that points at it
+        record_upload(session, upload_id, token, folder, form, budget)
         job = records.create(
             session,
             target=options.target,
