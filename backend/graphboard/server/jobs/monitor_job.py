@@ -205,13 +205,14 @@ def monitor_verdict(settings: Settings, job: Job, path: Path) -> MonitorVerdictO
     file_id = str(job.graph_id)
     report = read_report(path)
     first = report.get("first_departure")
+    departures = report.get("departures")
     return MonitorVerdictOut(
         job_id=job.id,
         file=file_id,
         summary=str(report.get("summary", "")),
         departed=first is not None,
         first_departure=first if isinstance(first, dict) else None,
-        departures=dict(report.get("departures") or {}),  # type: ignore[call-overload]
+        departures=departures if isinstance(departures, dict) else {},
         url=monitor_url(file_id),
         dump_config_url=f"/api/monitor/{file_id}/dump-config" if first else None,
         graphs=departure_graphs(settings, report),
