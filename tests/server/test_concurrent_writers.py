@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from ci_support import free_port, serve_process
+from graphboard import matching
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
-from graphboard.server import matching
 from graphboard.server.errors import Conflict
 from graphboard.server.settings import Settings
 from graphboard.server.viewer_token import TOKEN_FILE

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from fused_models import dump
 
+from graphboard import matching
 from graphboard.build import BuildOptions, run_build
-from graphboard.server import matching
 from graphboard.store.reader import GraphKey, open_vis_db
 from graphboard.suggest import propose
 from graphboard.suggest.apply import local_settings

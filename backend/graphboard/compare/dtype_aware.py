@@ -13,13 +13,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING
 
+from graphboard.compare import noise_reference as three_way
 from graphboard.compare.dtype_noise import (
     dtype_facts,
+    row_difference,
     same_limit,
     statistics_difference,
-    tensor_difference,
+    value_of,
 )
 from graphboard.compare.dtype_sensitivity import MARGIN as MARGIN
 from graphboard.compare.dtype_sensitivity import OWN_ROUNDINGS as OWN_ROUNDINGS
@@ -40,9 +41,6 @@ from graphboard.compare.dtype_sensitivity import (
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
 from graphboard.dump.records import Param, Role
-
-if TYPE_CHECKING:
-    from graphboard.compare.noise_reference import NodeNoise
 
 RULES = ("msprobe", "dtype-aware")
 
@@ -131,19 +129,6 @@ def _finite_pair(param: Param) -> bool:
     )
 
 
-def _same_statistics(target: Param, golden: Param) -> bool:
-    return (target.max, target.min, target.mean, target.norm) == (
-        golden.max,
-        golden.min,
-        golden.mean,
-        golden.norm,
-    )
-
-
-def _value_of(param: Param) -> object:
-    return param.value if param.value is not None else param.max
-
-
 def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
     """(verdict, reason, arises here) of a row that is not two tensors: a parameter on one
     side only, or an argument (a scalar, a string) whose values must agree."""
@@ -155,11 +140,11 @@ def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
         side = "golden" if target is None else "target"
         return Verdict.WARNING, MSG_ONLY.format(side), False
     if target.is_null != golden.is_null:  # None on one side: how the op was called
-        value = _value_of(golden if target.is_null else target)
+        value = value_of(golden if target.is_null else target)
         shown = "a tensor" if (golden if target.is_null else target).is_tensor else repr(value)
         pair = ("None", shown) if target.is_null else (shown, "None")
         return Verdict.PASS, MSG_ABSENT.format(*pair), False
-    target_value, golden_value = _value_of(target), _value_of(golden)
+    target_value, golden_value = value_of(target), value_of(golden)
     if target_value != golden_value and not row.is_output:
         if same_limit(target_value, golden_value):  # type: ignore[arg-type]
             return Verdict.PASS, MSG_LIMIT.format(target_value, golden_value), False
@@ -189,18 +174,6 @@ def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None
 _isfinite = math.isfinite
 
 
-def _difference(row: ParamRow, mode: DataMode) -> float | None:
-    assert row.target is not None and row.golden is not None
-    if mode is DataMode.TENSOR:
-        found = tensor_difference(row.metrics, row.golden)
-        if found is not None:
-            return found
-    difference = statistics_difference(row.target, row.golden)
-    if difference is None and _same_statistics(row.target, row.golden):
-        return 0.0  # a bool or integer mask, say: equal statistics, nothing to judge
-    return difference
-
-
 # One judged parameter while a node is judged: (row, is_output, verdict, d, band, why, own).
 _Entry = tuple[ParamRow, bool, Verdict, float | None, float | None, str, bool]
 
@@ -215,7 +188,7 @@ def judge_node(
     allowed_in: Mapping[StatKey, float] | None = None,
     upstream: float = 0.0,
     eager: bool = False,
-    reference: NodeNoise | None = None,
+    reference: three_way.NodeNoise | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
@@ -240,8 +213,6 @@ def judge_node(
     if not rows:
         return None
     if reference is not None:
-        from graphboard.compare import noise_reference as three_way  # only with -nr
-
         departing = three_way.InputDeparture()
     if mode is DataMode.MD5:
         params = tuple(
@@ -298,12 +269,12 @@ def judge_node(
             carried = carried or not is_output
             continue
         difference = (
-            _difference(row, mode)
+            row_difference(row, mode)
             if mode is not DataMode.SUMMARY
             else statistics_difference(target, golden)
         )
         if difference is None:
-            difference = _difference(row, mode)  # equal text or bool statistics: 0
+            difference = row_difference(row, mode)  # equal text or bool statistics: 0
         if difference is None:
             entries.append((row, is_output, Verdict.WARNING, None, None, MSG_NO_NUMBERS, False))
         elif is_output:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from enum import Enum
 
-from graphboard.compare.result import Metric
+from graphboard.compare.result import DataMode, Metric, ParamRow
 from graphboard.dump.records import Param, Stat
 
 # Unit roundoff (half the machine epsilon) of each floating dtype, under every spelling the
@@ -231,3 +231,31 @@ def tensor_difference(metrics: dict[str, Metric], golden: Param | None) -> float
         if isinstance(largest, float) and magnitude is not None:
             found.append(_ratio(largest, magnitude))
     return max(found) if found else None
+
+
+def same_statistics(target: Param, golden: Param) -> bool:
+    return (target.max, target.min, target.mean, target.norm) == (
+        golden.max,
+        golden.min,
+        golden.mean,
+        golden.norm,
+    )
+
+
+def value_of(param: Param) -> object:
+    """A parameter's value as an argument: its value, or the Max msprobe writes for a scalar."""
+    return param.value if param.value is not None else param.max
+
+
+def row_difference(row: ParamRow, mode: DataMode) -> float | None:
+    """``d`` of a row of two tensors: from the whole tensors' metrics where the dump has them
+    (tensor mode), else from their statistics."""
+    assert row.target is not None and row.golden is not None
+    if mode is DataMode.TENSOR:
+        found = tensor_difference(row.metrics, row.golden)
+        if found is not None:
+            return found
+    difference = statistics_difference(row.target, row.golden)
+    if difference is None and same_statistics(row.target, row.golden):
+        return 0.0  # a bool or integer mask, say: equal statistics, nothing to judge
+    return difference

@@ -18,8 +18,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from graphboard.compare.dtype_aware import MARGIN, _difference, _value_of
-from graphboard.compare.dtype_noise import statistics_difference, unit_roundoff
+from graphboard.compare.dtype_noise import (
+    row_difference,
+    statistics_difference,
+    unit_roundoff,
+    value_of,
+)
+from graphboard.compare.dtype_sensitivity import MARGIN
 from graphboard.compare.engine import compare_pair, pair_params
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import MatchMode, match_graphs
@@ -173,13 +178,13 @@ class NodeNoise:
 
 def explains_argument(noise: NodeNoise, row: ParamRow) -> bool:
     """An argument the target passes unlike the golden, and the reference like the target."""
-    return row.target is not None and noise.same_argument(row.target.key, _value_of(row.target))
+    return row.target is not None and noise.same_argument(row.target.key, value_of(row.target))
 
 
 def argument_note(row: ParamRow) -> str:
     """Why an argument that differs from the golden's passes: the reference differs alike."""
     assert row.target is not None and row.golden is not None
-    return MSG_REF_ARGUMENT.format(_value_of(row.target), _value_of(row.golden))
+    return MSG_REF_ARGUMENT.format(value_of(row.target), value_of(row.golden))
 
 
 def _plain(value: object) -> object:
@@ -258,9 +263,9 @@ def _measure_node(
         if param is None:
             continue
         if twin is None or not (param.is_tensor and twin.is_tensor):
-            arguments[param.key] = _value_of(param)
+            arguments[param.key] = value_of(param)
             continue
-        params[param.key] = ReferenceParam(param, _difference(row, mode))
+        params[param.key] = ReferenceParam(param, row_difference(row, mode))
     return ReferenceNode(golden.name, params, arguments)
 
 

@@ -11,38 +11,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
 from graphboard.distributed.apis import P2P_FAMILIES, ROOTED_KINDS, Family
-from graphboard.distributed.call_verdicts import Pair, call_verdict, pair_verdicts
+from graphboard.distributed.call_verdicts import call_verdict, pair_verdicts
 from graphboard.distributed.calls import Call
 from graphboard.distributed.collective_checks import CHECKS, Check, Instance, check_unsupported
 from graphboard.distributed.context import PairingContext
+from graphboard.distributed.group_call import GroupCall
 from graphboard.distributed.model import Endpoint, Link
 from graphboard.distributed.report import ranks_text
 from graphboard.distributed.verdicts import Verdict, combine, mismatch, unknown
 
 InstanceKey = tuple[str, int, str, str, str, int]  # side, step, group, API, direction, call #
-
-
-@dataclass(slots=True)
-class GroupCall:
-    """One collective call of a group (a gb_comm_calls row). A rooted call's links are
-    ordinary ``Link``s; a many↔many call keeps its pairs as a default verdict and exceptions."""
-
-    id: int  # gb_comm_calls.id, from 1
-    instance: Instance
-    family: Family
-    present: tuple[int, ...]  # members whose call was found, in member order
-    absent: dict[int, str]  # member -> why it has no call, in member order
-    verdict: Verdict  # worst over the call's links
-    default: Verdict | None = None  # many↔many: every pair's verdict but the exceptions'
-    exceptions: dict[Pair, Verdict] = field(default_factory=dict)
-
-    @property
-    def pairs(self) -> int:
-        """How many pairs of present members it links (many↔many)."""
-        return len(self.present) * (len(self.present) - 1) // 2
 
 
 def link_collectives(ctx: PairingContext, calls: Iterable[Call]) -> None:

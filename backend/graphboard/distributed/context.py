@@ -12,7 +12,7 @@ from graphboard.distributed.verdicts import Verdict, unknown
 
 if TYPE_CHECKING:
     from graphboard.distributed.calls import Call
-    from graphboard.distributed.collectives import GroupCall
+    from graphboard.distributed.group_call import GroupCall
 
 StepKey = tuple[str, int]  # (side, step)
 

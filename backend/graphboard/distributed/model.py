@@ -64,7 +64,7 @@ class Endpoint:
 @dataclass(slots=True)
 class Link:
     """Data going from ``source`` to ``target``: point-to-point, or root↔member of a rooted
-    collective (many↔many calls are kept whole, as ``collectives.GroupCall``)."""
+    collective (many↔many calls are kept whole, as ``group_call.GroupCall``)."""
 
     side: str
     step: int

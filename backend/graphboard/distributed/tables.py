@@ -18,8 +18,8 @@ from graphboard.distributed.annotations import NodeLinks, PeerInfos, call_annota
 from graphboard.distributed.apis import P2P_FAMILIES, Family
 from graphboard.distributed.call_verdicts import member_verdict
 from graphboard.distributed.calls import Call
-from graphboard.distributed.collectives import GroupCall
 from graphboard.distributed.context import PairingContext
+from graphboard.distributed.group_call import GroupCall
 from graphboard.distributed.model import Link
 from graphboard.distributed.p2p import P2P_GROUP
 from graphboard.distributed.verdicts import (

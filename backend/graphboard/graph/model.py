@@ -76,7 +76,7 @@ class Node:
     comparison: Any = None  # graphboard.compare.result.NodeComparison, matched target nodes
     distributed: Any = None  # msprobe's matched_distributed annotation, once linked
     order: int = -1  # post-order index, as msprobe's node_order
-    merge: Any = None  # graphboard.merge.tp.NodeMerge: how a parallel merge made this node
+    merge: Any = None  # graphboard.graph.node_merge.NodeMerge: how a parallel merge made this node
 
     def attach(self, parent: Node) -> bool:
         """Become the last child of ``parent``; the first parent wins, as in msprobe."""

@@ -20,22 +20,11 @@ from dataclasses import dataclass, field
 
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph, Node, NodeType
+from graphboard.graph.node_merge import NodeMerge
 from graphboard.merge.stats import MERGED_DTYPES, TP_MERGED, merge_shards, same_statistics
 
 UNMERGED_PARENTS = frozenset({"optimizer", "clip_grad"})
 _REDUCES = ("_reduce_scatter_base", "reduce_scatter_tensor", "all_reduce")
-RankStats = tuple[int, object, object, object, object]  # rank, Max, Min, Mean, Norm
-
-
-@dataclass(slots=True)
-class NodeMerge:
-    """How one node of the merged graph was made: msprobe's ``parallel_merge_info`` lines,
-    and each rank's own statistics of every parameter that was merged."""
-
-    info: list[str] = field(default_factory=list)
-    ranks: dict[str, list[RankStats]] = field(default_factory=dict)
-
-
 Merges = dict[str, NodeMerge]
 
 

@@ -15,46 +15,20 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graphboard.errors import GraphboardError
+from graphboard.refusals import Conflict as Conflict
+from graphboard.refusals import Forbidden as Forbidden
+from graphboard.refusals import NotFound as NotFound
+from graphboard.refusals import Refusal
+from graphboard.refusals import UnreadableFile as UnreadableFile
 
-
-class ApiError(Exception):
-    status = 400
-    code = "bad_request"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        details: Any = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        if code is not None:
-            self.code = code
-        self.details = details
-        self.headers = headers
-
-
-class NotFound(ApiError):
-    status = 404
-    code = "not_found"
+# The refusals the core raises too (manual matching, suggestions) are defined there; the
+# server calls their base ApiError and adds its own below.
+ApiError = Refusal
 
 
 class InvalidParameters(ApiError):
     status = 422
     code = "invalid_parameters"
-
-
-class Conflict(ApiError):
-    status = 409
-    code = "conflict"
-
-
-class Forbidden(ApiError):
-    status = 403
-    code = "forbidden"
 
 
 class Unauthorized(ApiError):
@@ -70,13 +44,6 @@ class Unauthorized(ApiError):
 class PayloadTooLarge(ApiError):
     status = 413
     code = "too_large"
-
-
-class UnreadableFile(ApiError):
-    """The file exists but is not a .vis.db this service can read."""
-
-    status = 422
-    code = "unreadable_file"
 
 
 def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 
 from graphboard.dump.records import Param, Stat
-from graphboard.merge.tp import RankStats
+from graphboard.graph.node_merge import RankStats
 from graphboard.server import schemas
 
 
 def stat_number(value: Stat | object) -> schemas.StatNumber:
-    """A Param's statistic, or a rank's (merge/tp.py RankStats, untyped), as a number."""
+    """A Param's statistic, or a rank's (graph/node_merge.py RankStats, untyped), as a number."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -1,7 +1,7 @@
 """gb_rank_stats: each rank's own statistics of the parameters a parallel merge merged.
 
 A TP-merged parameter holds the merged Max, Min, Mean and Norm (merge/stats.py); the merge
-keeps each rank's own beside them (``NodeMerge.ranks``, merge/tp.py), and this table stores
+keeps each rank's own beside them (``NodeMerge.ranks``, graph/node_merge.py), and this table stores
 them so the node view can show which rank departs (the usual culprit is one TP rank).
 
 Rows are gb_params' (store/param_table.py): up to ``CHUNK`` consecutive merged nodes a row,
@@ -20,7 +20,7 @@ from itertools import accumulate
 from typing import Any
 
 from graphboard.graph.model import Graph
-from graphboard.merge.tp import RankStats
+from graphboard.graph.node_merge import RankStats
 from graphboard.store.param_table import CHUNK, dump_columns, has_non_finite, load_columns
 from graphboard.store.statements import Statements
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from graphboard import matching
 from graphboard.errors import GraphboardError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
-from graphboard.server import matching
-from graphboard.server.errors import ApiError
-from graphboard.server.settings import Settings
+from graphboard.matching.access import FileSettings, MatchingSettings
+from graphboard.refusals import Refusal
 from graphboard.store.reader import GraphKey, VisDb, open_vis_db
 from graphboard.suggest.proposals import propose
 from graphboard.suggest.rejections import rejected
@@ -98,7 +98,7 @@ def above(found: Proposals, min_confidence: float) -> tuple[list[Suggestion], li
 
 
 def accept(
-    path: Path, settings: Settings, suggestions: Sequence[Suggestion]
+    path: Path, settings: MatchingSettings, suggestions: Sequence[Suggestion]
 ) -> list[matching.Outcome]:
     """Record ``suggestions`` as manual matches: one import action per (step, rank), parents
     before children as proposed; a pair the planner refuses is reported in its outcome."""
@@ -112,22 +112,22 @@ def accept(
 
 
 def accept_in_command(
-    path: Path, settings: Settings, suggestions: Sequence[Suggestion]
+    path: Path, settings: MatchingSettings, suggestions: Sequence[Suggestion]
 ) -> list[matching.Outcome]:
-    """:func:`accept` for a command line: the server's refusals (a read-only file, matching
+    """:func:`accept` for a command line: matching's refusals (a read-only file, matching
     turned off) become the command's one-line error."""
     try:
         return accept(path, settings, suggestions) if suggestions else []
-    except ApiError as error:
+    except Refusal as error:
         raise GraphboardError(str(error)) from None
 
 
 @contextmanager
-def local_settings(path: Path) -> Iterator[Settings]:
+def local_settings(path: Path) -> Iterator[FileSettings]:
     """Settings of a command run on one file: its folder as the data dir, derived files of
     msprobe's in a temporary folder (a command leaves nothing beside the file but its writes)."""
     with tempfile.TemporaryDirectory(prefix="graphboard-suggest-") as scratch:
-        yield Settings(data_dir=path.parent, state_dir=Path(scratch))
+        yield FileSettings(path.parent.expanduser().resolve(), Path(scratch) / "cache")
 
 
 def auto_match(path: Path, min_confidence: float) -> tuple[int, int]:

@@ -8,12 +8,35 @@ work stays linear; only strong evidence pairs this way.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Collection
+from typing import Protocol
 
-if TYPE_CHECKING:  # the walk imports this module
-    from graphboard.suggest.proposals import _Walk
+from graphboard.suggest.sides import Side
 
 STRONG = 0.7  # a pair one level apart needs more than a pair in place
+
+
+class _Walk(Protocol):
+    """What this module reads and calls of the proposal walk (proposals.py), which calls it:
+    named here so the walk's module and this one do not import each other."""
+
+    t: Side
+    g: Side
+    proposed: dict[int, int]  # target order -> golden order
+    taken: dict[int, int]  # golden order -> the target order proposed for it
+
+    def grey(self, side: Side, parent: int, taken: Collection[int]) -> list[int]: ...
+
+    def pair_lists(
+        self,
+        t_grey: list[int],
+        g_grey: list[int],
+        where: str,
+        parent_confidence: float,
+        *,
+        least: float = 0.0,
+        fused: bool = True,
+    ) -> list[tuple[int, int]]: ...
 
 
 def _partner(walk: _Walk, order: int, target_side: bool) -> int:

@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
-from graphboard.server.errors import NotFound
-from graphboard.server.matching.access import writing
-from graphboard.server.settings import Settings
+from graphboard.matching.access import MatchingSettings, writing
+from graphboard.refusals import NotFound
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.store.reader.opening import table_names
 
@@ -48,7 +47,9 @@ def check_rejection(db: VisDb, step: int, rank: int, target: str, golden: str) -
             raise NotFound(f"no {what} node named {name!r}", code="unknown_node")
 
 
-def reject(path: Path, settings: Settings, step: int, rank: int, target: str, golden: str) -> None:
+def reject(
+    path: Path, settings: MatchingSettings, step: int, rank: int, target: str, golden: str
+) -> None:
     """Remember that ``golden`` is not ``target``'s counterpart (one write transaction, as a
     manual match: refused on a read-only file or with matching turned off)."""
     with writing(path, settings) as db:

@@ -7,9 +7,10 @@ from typing import Annotated, cast
 from fastapi import APIRouter, Body
 from fastapi.responses import JSONResponse
 
+from graphboard import matching
 from graphboard.compare.result import label_of_code
 from graphboard.graph.model import TARGET_SIDE
-from graphboard.server import matching, schemas
+from graphboard.server import schemas
 from graphboard.server.deps import GraphDb, GraphFilePath, NodeName, Rank, SettingsDep, Step
 from graphboard.server.downloads import attachment
 from graphboard.server.errors import InvalidParameters

@@ -6,12 +6,38 @@ import os
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from graphboard.server.errors import Conflict, Forbidden, UnreadableFile
-from graphboard.server.settings import Settings
+from graphboard.refusals import Conflict, Forbidden, UnreadableFile
 from graphboard.store.integrity import damage_unless_known, written_sound
 from graphboard.store.reader import VisDb, WriteRefused, open_vis_db
+
+
+class MatchingSettings(Protocol):
+    """What manual matching reads of its caller's settings: the server passes its Settings, a
+    command run on one file a :class:`FileSettings`."""
+
+    @property
+    def allow_matching(self) -> bool: ...
+
+    @property
+    def cache_dir(self) -> Path: ...  # where derived files of msprobe's .vis.db go
+
+    @property
+    def data_root(self) -> Path: ...  # the served folder: tensor paths stay inside it
+
+
+@dataclass(frozen=True, slots=True)
+class FileSettings:
+    """The settings of a command run on one file (graphboard suggest-matches --apply,
+    graph_build --auto-match): as ``graphboard serve --data-dir`` on the file's folder would
+    have them, derived files in ``cache_dir``."""
+
+    data_root: Path
+    cache_dir: Path
+    allow_matching: bool = True
 
 
 def read_only_reason(path: Path) -> str | None:
@@ -27,7 +53,7 @@ def read_only_reason(path: Path) -> str | None:
 
 
 @contextmanager
-def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
+def writing(path: Path, settings: MatchingSettings) -> Iterator[VisDb]:
     """The file open for one write transaction, committed if the block succeeds."""
     if not settings.allow_matching:
         raise Forbidden("manual matching is turned off on this server", code="matching_disabled")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from graphboard.graph.model import API_COLLECTION_PREFIX, GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.graph.names import swap_direction
-from graphboard.server.errors import NotFound
-from graphboard.server.matching.outcome import MatchFailure, Outcome, Skipped
-from graphboard.server.matching.scoring import PairScorer
+from graphboard.matching.outcome import MatchFailure, Outcome, Skipped
+from graphboard.matching.scoring import PairScorer
+from graphboard.refusals import NotFound
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
 _MODULE = re.compile(

@@ -9,8 +9,8 @@ carry on) that reads the current state, decides every pair (:mod:`.planner`), sc
 never modified. Why a pair was refused is said precisely (:class:`.outcome.MatchFailure`).
 """
 
-from graphboard.server.matching.actions import import_config, pair, undo
-from graphboard.server.matching.outcome import MatchFailure, Outcome, ScoredPair, Skipped
+from graphboard.matching.actions import import_config, pair, undo
+from graphboard.matching.outcome import MatchFailure, Outcome, ScoredPair, Skipped
 
 __all__ = [
     "MatchFailure",

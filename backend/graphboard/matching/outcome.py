@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graphboard.server.errors import ApiError, Conflict, NotFound
+from graphboard.refusals import Conflict, NotFound, Refusal
 
 
 class MatchFailure(Exception):
-    """Why one pair cannot be (un)matched: a top-level failure becomes an HTTP error, a twin's
-    or descendant's is reported as skipped."""
+    """Why one pair cannot be (un)matched: a top-level failure refuses the request (an HTTP
+    error, a command's error), a twin's or descendant's is reported as skipped."""
 
     def __init__(self, code: str, message: str, *, status: int = 409) -> None:
         super().__init__(message)
@@ -17,7 +17,7 @@ class MatchFailure(Exception):
         self.message = message
         self.status = status
 
-    def as_api_error(self) -> ApiError:
+    def as_refusal(self) -> Refusal:
         if self.status == 404:
             return NotFound(self.message, code=self.code)
         return Conflict(self.message, code=self.code)

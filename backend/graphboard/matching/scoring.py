@@ -11,7 +11,7 @@ from graphboard.compare.engine import compare_pair
 from graphboard.compare.result import DataMode, level_of_precision
 from graphboard.dump.records import Param
 from graphboard.graph.model import Node, NodeType
-from graphboard.server.matching.outcome import MatchFailure, ScoredPair
+from graphboard.matching.outcome import MatchFailure, ScoredPair
 from graphboard.store.display import node_display
 from graphboard.store.matches import OverlayRow
 from graphboard.store.param_parse import split_fields

@@ -7,11 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from graphboard.server.errors import Conflict
-from graphboard.server.matching.access import writing
-from graphboard.server.matching.outcome import MatchFailure, Outcome, Skipped
-from graphboard.server.matching.planner import Planner
-from graphboard.server.settings import Settings
+from graphboard.matching.access import MatchingSettings, writing
+from graphboard.matching.outcome import MatchFailure, Outcome, Skipped
+from graphboard.matching.planner import Planner
+from graphboard.refusals import Conflict
 from graphboard.store import matches
 from graphboard.store.reader import VisDb
 
@@ -38,7 +37,7 @@ def _record(
 def pair(
     kind: Literal["match", "unmatch"],
     path: Path,
-    settings: Settings,
+    settings: MatchingSettings,
     step: int,
     rank: int,
     target: str,
@@ -55,7 +54,7 @@ def pair(
         try:
             outcome = plan(target, golden, descendants=descendants, twins=twins)
         except MatchFailure as failure:
-            raise failure.as_api_error() from None
+            raise failure.as_refusal() from None
         options = {"descendants": descendants, "twins": twins}
         outcome.action_id = _record(db, planner, kind, (target, golden), options, outcome)
     return outcome
@@ -63,7 +62,7 @@ def pair(
 
 def import_config(
     path: Path,
-    settings: Settings,
+    settings: MatchingSettings,
     step: int,
     rank: int,
     config: Mapping[str, str],
@@ -93,7 +92,9 @@ def import_config(
     return outcome
 
 
-def undo(path: Path, settings: Settings, step: int, rank: int) -> tuple[matches.Action, int]:
+def undo(
+    path: Path, settings: MatchingSettings, step: int, rank: int
+) -> tuple[matches.Action, int]:
     """Undo the latest action of a (step, rank): its nodes get back their previous state."""
     with writing(path, settings) as db:
         undone = db.undo_last_action(step, rank)
