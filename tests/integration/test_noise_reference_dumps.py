@@ -76,9 +76,8 @@ def _errors(path: Path) -> tuple[str | None, list[str]]:
     """The first introduced error under the dtype-aware rules, and every error node before it
     in execution order (all of them when there is none)."""
     with open_vis_db(path, path.parent / "cache") as db:
-        db.use_rules("dtype-aware")
-        first = db.first_error(TARGET)
-        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000).items
+        first = db.first_error(TARGET, "dtype-aware")
+        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000, rules="dtype-aware").items
         if first is None:
             return None, [node.name for node in errors]
         assert first.introduced == "error"

@@ -19,6 +19,7 @@ from graphboard.diagnose.reading import graph_ops
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader import VisDb
+from graphboard.store.rule_columns import MSPROBE
 
 OVERFLOW, NONDETERMINISM, FIRST_ERROR, NONE = "overflow", "nondeterminism", "first_error", "none"
 MODES = ("auto", OVERFLOW, NONDETERMINISM, FIRST_ERROR)
@@ -209,10 +210,10 @@ def _runs(db: VisDb, mode: str) -> Diagnosis | None:
     )
 
 
-def _first_error(db: VisDb) -> Diagnosis | None:
+def _first_error(db: VisDb, rules: str) -> Diagnosis | None:
     for keys in _keys(db, TARGET_SIDE).values():
         for key in keys:
-            found = db.first_error(key)
+            found = db.first_error(key, rules)
             if found is None or found.introduced != "error":
                 continue
             params = db.params(key, found.name) or []
@@ -235,13 +236,14 @@ def _first_error(db: VisDb) -> Diagnosis | None:
     return None
 
 
-def diagnose(db: VisDb, mode: str = "auto") -> Diagnosis:
+def diagnose(db: VisDb, mode: str = "auto", rules: str = MSPROBE) -> Diagnosis:
     """The answer for the file (``mode`` picks one kind of question instead of all in turn).
 
     In turn: an overflow; then, for a compare, the first error, and when no node is an error
     and both runs have the same dtypes everywhere, the first op that is not bit-identical (two
     runs of one configuration differ by a few ulps, under any error threshold). An md5
-    compare is read for non-determinism first: its verdicts only say equal or not."""
+    compare is read for non-determinism first: its verdicts only say equal or not. The
+    first error is the one under the rule set ``rules``."""
     if mode in ("auto", OVERFLOW):
         found = overflow(db)
         if found is not None or mode == OVERFLOW:
@@ -251,7 +253,7 @@ def diagnose(db: VisDb, mode: str = "auto") -> Diagnosis:
         if found is not None or mode == NONDETERMINISM:
             return found or Diagnosis(NONDETERMINISM, False, "not a compare of two runs")
     if mode in ("auto", FIRST_ERROR):
-        found = _first_error(db)
+        found = _first_error(db, rules)
         if found is not None or mode == FIRST_ERROR:
             return found or Diagnosis(FIRST_ERROR, False, "no origin found: no node is an error")
     found = _runs(db, mode)

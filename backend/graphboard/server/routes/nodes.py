@@ -11,7 +11,7 @@ from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, Pag
 from graphboard.server.errors import NotFound
 from graphboard.server.param_stats import rank_stats_by_name, stats_by_name
 from graphboard.server.reference_rows import attach_reference
-from graphboard.server.rules import RuledDb
+from graphboard.server.rules import DEFAULT_RULES, RulesQuery
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
@@ -19,8 +19,8 @@ router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERROR
 OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
 
 
-def require_node(db: VisDb, key: GraphKey, name: str) -> NodeSummary:
-    found = db.summary(key, name)
+def require_node(db: VisDb, key: GraphKey, name: str, rules: str = DEFAULT_RULES) -> NodeSummary:
+    found = db.summary(key, name, rules)
     if found is None:
         raise NotFound(
             f"no {key.side} node {name!r} in step {key.step}, rank {key.rank}", code="unknown_node"
@@ -32,7 +32,7 @@ def require_node(db: VisDb, key: GraphKey, name: str) -> NodeSummary:
     "/{graph:path}/children", response_model=schemas.ChildrenPage, summary="A page of children"
 )
 def children(
-    db: RuledDb,
+    db: GraphDb,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,
@@ -42,21 +42,23 @@ def children(
     micro_step: Annotated[
         schemas.Index | None, Query(description="only the root's children in this micro step")
     ] = None,
+    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.ChildrenPage:
     """The parent's children in execution (sibling) order, one page at a time: pass
     ``next_cursor`` back as ``cursor``. Without ``parent``, the root and its children."""
     if parent is None:
-        top = db.root(key)
+        top = db.root(key, rules)
         if top is None:
             raise NotFound("the graph has no root node", code="unknown_node")
     else:
-        top = require_node(db, key, parent)
+        top = require_node(db, key, parent, rules)
     page = db.children(
         key,
         top.name,
         after=cursor,
         limit=limit,
         micro_step=micro_step if top.parent is None else None,
+        rules=rules,
     )
     config = db.config()
     return schemas.ChildrenPage(
@@ -113,23 +115,25 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
 
 
 @router.get("/{graph:path}/path", response_model=schemas.PathOut, summary="A node's ancestors")
-def path(db: RuledDb, key: ExistingGraph, name: NodeName) -> schemas.PathOut:
+def path(
+    db: GraphDb, key: ExistingGraph, name: NodeName, rules: RulesQuery = DEFAULT_RULES
+) -> schemas.PathOut:
     """Root first, down to the node's parent: what to expand to reveal the node."""
-    summary = require_node(db, key, name)
+    summary = require_node(db, key, name, rules)
     config = db.config()
     return schemas.PathOut(
         node=present.node_out(summary, key.side, config),
-        ancestors=present.nodes_out(db.ancestors(key, name) or [], key.side, config),
+        ancestors=present.nodes_out(db.ancestors(key, name, rules) or [], key.side, config),
     )
 
 
-def _located(db: VisDb, key: GraphKey, found: NodeSummary | None) -> schemas.LocatedOut:
+def _located(db: VisDb, key: GraphKey, found: NodeSummary | None, rules: str) -> schemas.LocatedOut:
     config = db.config()
     if found is None:
         return schemas.LocatedOut(node=None, ancestors=[])
     return schemas.LocatedOut(
         node=present.node_out(found, key.side, config),
-        ancestors=present.nodes_out(db.ancestors(key, found.name) or [], key.side, config),
+        ancestors=present.nodes_out(db.ancestors(key, found.name, rules) or [], key.side, config),
     )
 
 
@@ -138,10 +142,12 @@ def _located(db: VisDb, key: GraphKey, found: NodeSummary | None) -> schemas.Loc
     response_model=schemas.LocatedOut,
     summary="Where the first error is introduced",
 )
-def first_error(db: RuledDb, key: ExistingGraph) -> schemas.LocatedOut:
+def first_error(
+    db: GraphDb, key: ExistingGraph, rules: RulesQuery = DEFAULT_RULES
+) -> schemas.LocatedOut:
     """The first node, in execution order, whose input tensors agree but which is flagged (an
     error first, else a warning), with its ancestors; ``node`` is null when there is none."""
-    return _located(db, key, db.first_error(key))
+    return _located(db, key, db.first_error(key, rules), rules)
 
 
 @router.get(
@@ -149,10 +155,12 @@ def first_error(db: RuledDb, key: ExistingGraph) -> schemas.LocatedOut:
     response_model=schemas.LocatedOut,
     summary="The worst descendant of a node",
 )
-def worst(db: RuledDb, key: ExistingGraph, name: NodeName) -> schemas.LocatedOut:
+def worst(
+    db: GraphDb, key: ExistingGraph, name: NodeName, rules: RulesQuery = DEFAULT_RULES
+) -> schemas.LocatedOut:
     """The first node in the subtree (itself included) at the subtree's worst level."""
-    require_node(db, key, name)
-    return _located(db, key, db.worst_descendant(key, name))
+    require_node(db, key, name, rules)
+    return _located(db, key, db.worst_descendant(key, name, rules), rules)
 
 
 @router.get("/{graph:path}/peers", response_model=schemas.PeersOut, summary="Cross-rank peers")

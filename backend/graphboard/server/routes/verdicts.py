@@ -66,8 +66,7 @@ def rule_verdict(db: GraphDb, key: ExistingGraph, name: NodeName) -> RuleVerdict
     if found is None:
         raise NotFound(f"{name} has no counterpart or parameters to judge", code="unscored_node")
     mode = db.config().mode
-    db.use_rules("dtype-aware")
-    stored = db.summary(key, name)
+    stored = db.summary(key, name, "dtype-aware")
     return RuleVerdictOut(
         name=name,
         rules="dtype-aware",

@@ -20,6 +20,7 @@ from graphboard.store.param_parse import params_from_display
 from graphboard.store.reader.opening import Source, table_names
 from graphboard.store.reader.stored import json_or
 from graphboard.store.reader.summaries import BY_GRAPH, NodeSummaries, NodeSummary
+from graphboard.store.rule_columns import MSPROBE
 
 
 @dataclass(slots=True)
@@ -66,8 +67,8 @@ class NodeData(NodeSummaries):
         ).fetchone()
         return row
 
-    def node(self, key: GraphKey, name: str) -> NodeRecord | None:
-        summary = self.summary(key, name)
+    def node(self, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeRecord | None:
+        summary = self.summary(key, name, rules)
         if summary is None:
             return None
         row = self._node_row(

@@ -66,10 +66,9 @@ class MatchingOverlay(FileSettings):
             ).fetchone()
         )
 
-    def _recount(self, graph: GraphStats) -> None:
-        """The build's counts of ``graph`` moved by what changed since (its first error is
-        the tree's question: :meth:`VisDb.graphs` asks it)."""
-        view = self.view(GraphKey(graph.side, graph.step, graph.rank))
+    def _recount(self, graph: GraphStats, view: GraphView) -> None:
+        """The build's counts of ``graph`` moved by what changed since, read from its columns
+        ``view`` (its first error is the tree's question: :meth:`VisDb.graphs` asks it)."""
         matched = view.columns["matched"]
         if graph.matched is not None:
             graph.matched = int((matched == 1).sum())

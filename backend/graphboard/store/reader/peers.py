@@ -12,6 +12,7 @@ from typing import Any
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.stored import json_or
 from graphboard.store.reader.summaries import BY_GRAPH, NodeSummaries, NodeSummary
+from graphboard.store.rule_columns import MSPROBE
 
 
 @dataclass(slots=True)
@@ -34,7 +35,7 @@ class PeerLinks:
 class PeerQueries(NodeSummaries):
     """Peers of a node, with graphboard's verdict on each link when the file has one."""
 
-    def peers(self, key: GraphKey, name: str) -> PeerLinks | None:
+    def peers(self, key: GraphKey, name: str, rules: str = MSPROBE) -> PeerLinks | None:
         """A communication node's counterparts on other ranks, as they are now: graphboard's
         ``gb_links`` when the file has them, else msprobe's ``matched_distributed``."""
         row = self.conn.execute(
@@ -64,6 +65,7 @@ class PeerQueries(NodeSummaries):
                             stored.get((int(peer_rank), peer)),
                             verdict,
                             reason,
+                            rules,
                         )
                         for kind, peer_rank, peer, verdict, reason in linked
                         if peer_rank is not None
@@ -72,7 +74,7 @@ class PeerQueries(NodeSummaries):
         return PeerLinks(
             communication,
             [
-                self._peer(key, peer_rank, peer, kind, precision, None, None)
+                self._peer(key, peer_rank, peer, kind, precision, None, None, rules)
                 for peer_rank, peer, kind, precision in found
             ],
         )
@@ -86,9 +88,10 @@ class PeerQueries(NodeSummaries):
         stored_precision: str | None,
         verdict: str | None,
         reason: str | None,
+        rules: str,
     ) -> Peer:
         peer_key = GraphKey(key.side, key.step, rank)
-        node = self.summary(peer_key, name) if name and self.has_graph(peer_key) else None
+        node = self.summary(peer_key, name, rules) if name and self.has_graph(peer_key) else None
         return Peer(rank, name, kind, stored_precision, verdict, reason, node)
 
 

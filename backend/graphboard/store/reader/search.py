@@ -14,7 +14,9 @@ from graphboard.compare.result import Level
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.name_regex import compile_search_regex, required_literal
+from graphboard.store.reader.rules import ruled_view
 from graphboard.store.reader.summaries import NodeSummaries, Page
+from graphboard.store.rule_columns import MSPROBE
 
 
 class SearchAndFilter(NodeSummaries):
@@ -29,12 +31,13 @@ class SearchAndFilter(NodeSummaries):
         after: int | None = None,
         limit: int = 100,
         deadline: float | None = None,
+        rules: str = MSPROBE,
     ) -> Page:
         """Nodes whose name contains ``text`` (any case), or matches the regex ``text``, in
         execution order, with the total. The cursor is an execution position. A regex is
         refused with RegexRefused (a ValueError), and stopped past ``deadline`` (a
         ``time.monotonic`` value) with SearchTooSlow."""
-        view = self.view(key)
+        view = ruled_view(self, key, rules)
         index = view.name_index
         if regex:
             pattern = compile_search_regex(text)
@@ -46,13 +49,20 @@ class SearchAndFilter(NodeSummaries):
             positions = [int(hit) for hit in hits[start : start + limit + 1]]
         else:
             positions, total = index.substring(text, after, limit)
-        return self._page_of_positions(key, view, positions, limit, total)
+        return self._page_of_positions(key, view, positions, limit, total, rules)
 
     def _page_of_positions(
-        self, key: GraphKey, view: GraphView, positions: Sequence[int], limit: int, total: int
+        self,
+        key: GraphKey,
+        view: GraphView,
+        positions: Sequence[int],
+        limit: int,
+        total: int,
+        rules: str,
     ) -> Page:
         shown = positions[:limit]
-        items = self.summaries_by_order(key, [int(view.exec_perm[position]) for position in shown])
+        orders = [int(view.exec_perm[position]) for position in shown]
+        items = self.summaries_by_order(key, orders, rules)
         next_cursor = int(shown[-1]) if len(positions) > limit else None
         return Page(items, next_cursor, total)
 
@@ -66,10 +76,11 @@ class SearchAndFilter(NodeSummaries):
         leaves_only: bool = False,
         after: int | None = None,
         limit: int = 100,
+        rules: str = MSPROBE,
     ) -> Page:
         """Nodes at any of the given precision or overflow levels, or unmatched, in execution
         order, with the total and a count per criterion. The cursor is an execution position."""
-        view = self.view(key)
+        view = ruled_view(self, key, rules)
         columns = view.columns
         criteria = [(level.label, columns["level"] == int(level)) for level in levels]
         criteria += [
@@ -87,6 +98,6 @@ class SearchAndFilter(NodeSummaries):
         positions = np.flatnonzero(combined[view.exec_perm])
         start = 0 if after is None else int(np.searchsorted(positions, after, side="right"))
         window = [int(position) for position in positions[start : start + limit + 1]]
-        page = self._page_of_positions(key, view, window, limit, len(positions))
+        page = self._page_of_positions(key, view, window, limit, len(positions), rules)
         page.counts = counts
         return page

@@ -16,6 +16,8 @@ from graphboard.graph.model import other_side
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.reader.overlay import MatchingOverlay
+from graphboard.store.reader.rules import ruled_view
+from graphboard.store.rule_columns import MSPROBE
 
 
 @dataclass(slots=True)
@@ -65,15 +67,17 @@ _CHUNK = 500  # under SQLite's bound-parameter limit
 class NodeSummaries(MatchingOverlay):
     """Summaries of nodes given by name or node_order."""
 
-    def _summaries_of_rows(self, key: GraphKey, rows: Sequence[Sequence[Any]]) -> list[NodeSummary]:
+    def _summaries_of_rows(
+        self, key: GraphKey, rows: Sequence[Sequence[Any]], rules: str = MSPROBE
+    ) -> list[NodeSummary]:
         if not rows:
             return []
-        view = self.view(key)
+        view = ruled_view(self, key, rules)
         other: GraphView | None = None
         if view.compared:
             other_key = GraphKey(other_side(key.side), key.step, key.rank)
             if self.has_graph(other_key):
-                other = self.view(other_key)
+                other = ruled_view(self, other_key, rules)
         orders = [int(row[3]) for row in rows]
         worst = self._names_at(view, [int(view.columns["worst_node"][order]) for order in orders])
         counterparts: dict[int, str] = {}
@@ -136,19 +140,23 @@ class NodeSummaries(MatchingOverlay):
             modified=bool(modified),
         )
 
-    def summary(self, key: GraphKey, name: str) -> NodeSummary | None:
+    def summary(self, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeSummary | None:
         row = self.conn.execute(
             TB_SELECT + BY_GRAPH + " AND t.node_name = ?", (key.step, key.rank, key.side, name)
         ).fetchone()
-        return self._summaries_of_rows(key, [row])[0] if row is not None else None
+        return self._summaries_of_rows(key, [row], rules)[0] if row is not None else None
 
-    def summaries_by_order(self, key: GraphKey, orders: Sequence[int]) -> list[NodeSummary]:
+    def summaries_by_order(
+        self, key: GraphKey, orders: Sequence[int], rules: str = MSPROBE
+    ) -> list[NodeSummary]:
         """Summaries of nodes given by node_order, in the order given."""
         rows: dict[int, Sequence[Any]] = {
             int(row[3]): row
             for row in self.rows_in(key, TB_SELECT, "node_order", [int(order) for order in orders])
         }
-        return self._summaries_of_rows(key, [rows[order] for order in orders if order in rows])
+        return self._summaries_of_rows(
+            key, [rows[order] for order in orders if order in rows], rules
+        )
 
     def rows_in(
         self, key: GraphKey, select: str, by: str, values: Sequence[object]

@@ -6,18 +6,20 @@ from typing import Any
 
 from graphboard.store.columns import first_introduced
 from graphboard.store.graph_views import GraphKey
+from graphboard.store.reader.rules import ruled_view
 from graphboard.store.reader.summaries import BY_GRAPH, TB_SELECT, NodeSummaries, NodeSummary, Page
+from graphboard.store.rule_columns import MSPROBE
 
 
 class TreeQueries(NodeSummaries):
     """The tree around a node, paged as a viewer expands it."""
 
-    def root(self, key: GraphKey) -> NodeSummary | None:
+    def root(self, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | None:
         row = self.conn.execute(
             TB_SELECT + BY_GRAPH + " AND t.up_node = '' ORDER BY t.node_order DESC LIMIT 1",
             (key.step, key.rank, key.side),
         ).fetchone()
-        return self._summaries_of_rows(key, [row])[0] if row is not None else None
+        return self._summaries_of_rows(key, [row], rules)[0] if row is not None else None
 
     def children(
         self,
@@ -27,6 +29,7 @@ class TreeQueries(NodeSummaries):
         after: int | None = None,
         limit: int | None = None,
         micro_step: int | None = None,
+        rules: str = MSPROBE,
     ) -> Page:
         """A page of ``parent``'s children in sibling (execution) order. The cursor is the last
         child's node_order: keyset paging on msprobe's (step, rank, side, up_node, node_order)
@@ -40,7 +43,7 @@ class TreeQueries(NodeSummaries):
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit + 1)
-        items = self._summaries_of_rows(key, self.conn.execute(sql, params).fetchall())
+        items = self._summaries_of_rows(key, self.conn.execute(sql, params).fetchall(), rules)
         if limit is not None and len(items) > limit:
             return Page(items[:limit], items[limit - 1].node_order)
         return Page(items, None)
@@ -56,9 +59,9 @@ class TreeQueries(NodeSummaries):
             )
         ]
 
-    def ancestors(self, key: GraphKey, name: str) -> list[NodeSummary] | None:
+    def ancestors(self, key: GraphKey, name: str, rules: str = MSPROBE) -> list[NodeSummary] | None:
         """From the root down to ``name``'s parent; None when there is no such node."""
-        node = self.summary(key, name)
+        node = self.summary(key, name, rules)
         if node is None:
             return None
         parent = self.view(key).columns["parent"]
@@ -68,17 +71,19 @@ class TreeQueries(NodeSummaries):
             chain.append(order)
             order = int(parent[order])
         chain.reverse()
-        return self.summaries_by_order(key, chain)
+        return self.summaries_by_order(key, chain, rules)
 
-    def first_error(self, key: GraphKey) -> NodeSummary | None:
+    def first_error(self, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | None:
         """The first node, in node order, where an error starts; failing that, a warning."""
-        order = first_introduced(self.view(key).columns["introduced"])
-        return None if order is None else self.summaries_by_order(key, [order])[0]
+        order = first_introduced(ruled_view(self, key, rules).columns["introduced"])
+        return None if order is None else self.summaries_by_order(key, [order], rules)[0]
 
-    def worst_descendant(self, key: GraphKey, name: str) -> NodeSummary | None:
+    def worst_descendant(
+        self, key: GraphKey, name: str, rules: str = MSPROBE
+    ) -> NodeSummary | None:
         """The first node (itself or below, in execution order) at the subtree's worst level."""
-        node = self.summary(key, name)
+        node = self.summary(key, name, rules)
         if node is None or node.worst_node is None:
             return None
-        worst = int(self.view(key).columns["worst_node"][node.node_order])
-        return self.summaries_by_order(key, [worst])[0]
+        worst = int(ruled_view(self, key, rules).columns["worst_node"][node.node_order])
+        return self.summaries_by_order(key, [worst], rules)[0]

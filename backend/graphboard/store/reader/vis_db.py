@@ -14,26 +14,27 @@ from graphboard.store.reader.manual_matches import ManualMatches
 from graphboard.store.reader.node_data import NodeData
 from graphboard.store.reader.opening import connect
 from graphboard.store.reader.peers import PeerQueries
-from graphboard.store.reader.rules import RuleSets
+from graphboard.store.reader.rules import apply_rules, ruled_view
 from graphboard.store.reader.search import SearchAndFilter
 from graphboard.store.reader.tree import TreeQueries
+from graphboard.store.rule_columns import MSPROBE
 
 
-class VisDb(RuleSets, TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
+class VisDb(TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
     """One open .vis.db. Methods take a :class:`GraphKey`; nothing is kept between calls
     except the per-graph columns, cached by the file's identity."""
 
-    def graphs(self) -> list[GraphStats]:
+    def graphs(self, rules: str = MSPROBE) -> list[GraphStats]:
         """Every graph of the file, in step, rank, side (NPU first) order, with manual
-        matches applied."""
+        matches applied, counted under ``rules``."""
         stats = self.stored_graphs()
         for graph in stats:
             key = GraphKey(graph.side, graph.step, graph.rank)
             if self._changed_since_build(key):
-                self._recount(graph)
-                first = self.first_error(key)
+                self._recount(graph, ruled_view(self, key, rules))
+                first = self.first_error(key, rules)
                 graph.first_error = first.name if first is not None else None
-        return self.apply_rules(stats)
+        return apply_rules(self, stats, rules)
 
 
 @contextmanager
