@@ -17,7 +17,16 @@ from graphboard.server import present
 from graphboard.server.jobs import schemas
 from graphboard.server.rule_explain import rule_worst_metric
 from graphboard.server.schemas import LevelName
-from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+from graphboard.store.reader import (
+    GraphKey,
+    NodeSummary,
+    VisDb,
+    graphs,
+    listing,
+    node_data,
+    search,
+    tree,
+)
 from graphboard.store.reader.rules import rule_counts
 
 TARGET, GOLDEN = TARGET_SIDE, GOLDEN_SIDE
@@ -74,13 +83,13 @@ def _largest_metric(comparison: dict[str, Any]) -> tuple[tuple[int, float], str,
 def worst_metric(db: VisDb, key: GraphKey, summary: NodeSummary) -> schemas.WorstMetricOut | None:
     """The node's worst parameter row: the most severe result first (an error row may have
     no numeric metric at all, e.g. differing scalar arguments), then the largest metric."""
-    target = db.node(key, summary.name)
+    target = node_data.node(db, key, summary.name)
     if target is None:
         return None
     golden_key = GraphKey(GOLDEN, key.step, key.rank)
     golden = None
-    if summary.counterpart and db.has_graph(golden_key):
-        golden = db.node(golden_key, summary.counterpart)
+    if summary.counterpart and graphs.has_graph(db, golden_key):
+        golden = node_data.node(db, golden_key, summary.counterpart)
     best: tuple[tuple[int, int, float], schemas.WorstMetricOut] | None = None
     for row in present.paired_rows(target, golden):
         largest = _largest_metric(row.comparison)
@@ -112,7 +121,7 @@ def _first_error(
     a warning."""
     found: list[tuple[GraphKey, NodeSummary]] = []
     for key in keys:
-        summary = db.first_error(key, rules)
+        summary = tree.first_error(db, key, rules)
         if summary is not None:
             if summary.introduced == "error":
                 return key, summary
@@ -124,7 +133,7 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
     asked = " ".join(
         f"{name} {value}" for name, value in (("step", step), ("rank", rank)) if value is not None
     )
-    held = sorted((stats.step, stats.rank) for stats in db.graphs() if stats.side == TARGET)
+    held = sorted((stats.step, stats.rank) for stats in listing.graphs(db) if stats.side == TARGET)
     shown = ", ".join(f"step {s} rank {r}" for s, r in held) or "none"
     return f"{db.path.name}: no target graph at {asked or 'any step'}; the file holds {shown}"
 
@@ -161,7 +170,7 @@ def verdict(
     config = db.config()
     targets = [
         stats
-        for stats in db.graphs(rules)
+        for stats in listing.graphs(db, rules)
         if stats.side == TARGET
         and (step is None or stats.step == step)
         and (rank is None or stats.rank == rank)
@@ -172,7 +181,7 @@ def verdict(
     keys = [GraphKey(TARGET, stats.step, stats.rank) for stats in targets]
     overflow = dict.fromkeys(OVERFLOWS, 0)
     for key in keys:
-        counted = db.filter(key, overflows=list(OVERFLOWS), limit=1, rules=rules).counts
+        counted = search.filter_by(db, key, overflows=list(OVERFLOWS), limit=1, rules=rules).counts
         for name in OVERFLOWS:
             overflow[name] += counted.get(name, 0)
     first = _first_error(db, keys, rules)

@@ -12,7 +12,8 @@ from graphboard.server.errors import NotFound
 from graphboard.server.param_stats import rank_stats_by_name, stats_by_name
 from graphboard.server.reference_rows import attach_reference
 from graphboard.server.rules import DEFAULT_RULES, RulesQuery
-from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb, graphs, node_data, summaries, tree
+from graphboard.store.reader.peers import peer_links
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
 
@@ -20,7 +21,7 @@ OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
 
 
 def require_node(db: VisDb, key: GraphKey, name: str, rules: str = DEFAULT_RULES) -> NodeSummary:
-    found = db.summary(key, name, rules)
+    found = summaries.summary(db, key, name, rules)
     if found is None:
         raise NotFound(
             f"no {key.side} node {name!r} in step {key.step}, rank {key.rank}", code="unknown_node"
@@ -47,12 +48,13 @@ def children(
     """The parent's children in execution (sibling) order, one page at a time: pass
     ``next_cursor`` back as ``cursor``. Without ``parent``, the root and its children."""
     if parent is None:
-        top = db.root(key, rules)
+        top = tree.root(db, key, rules)
         if top is None:
             raise NotFound("the graph has no root node", code="unknown_node")
     else:
         top = require_node(db, key, parent, rules)
-    page = db.children(
+    page = tree.children(
+        db,
         key,
         top.name,
         after=cursor,
@@ -74,20 +76,20 @@ def children(
 def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailOut:
     """The node and its counterpart: paired input/output rows (by name) with every stored
     statistic, metric, result and message; stacks, merge info and cross-rank links."""
-    record = db.node(key, name)
+    record = node_data.node(db, key, name)
     if record is None:
         require_node(db, key, name)
         raise AssertionError("unreachable")
     other_key = GraphKey(OTHER_SIDE.get(key.side, "Bench"), key.step, key.rank)
     counterpart = None
-    if record.summary.counterpart and db.has_graph(other_key):
-        counterpart = db.node(other_key, record.summary.counterpart)
+    if record.summary.counterpart and graphs.has_graph(db, other_key):
+        counterpart = node_data.node(db, other_key, record.summary.counterpart)
     target, golden = (record, counterpart) if key.side == "NPU" else (counterpart, record)
     config = db.config()
     rows = present.paired_rows(target, golden)
     stats = {
         side: stats_by_name(
-            found.name, db.params(GraphKey(side, key.step, key.rank), found.name) or []
+            found.name, node_data.params(db, GraphKey(side, key.step, key.rank), found.name) or []
         )
         for side, found in (("NPU", target), ("Bench", golden))
         if found is not None
@@ -95,7 +97,7 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
     ranks = {
         side: rank_stats_by_name(
             found.name,
-            db.rank_stats(GraphKey(side, key.step, key.rank), found.summary.node_order),
+            node_data.rank_stats(db, GraphKey(side, key.step, key.rank), found.summary.node_order),
         )
         for side, found in (("NPU", target), ("Bench", golden))
         if found is not None
@@ -123,7 +125,7 @@ def path(
     config = db.config()
     return schemas.PathOut(
         node=present.node_out(summary, key.side, config),
-        ancestors=present.nodes_out(db.ancestors(key, name, rules) or [], key.side, config),
+        ancestors=present.nodes_out(tree.ancestors(db, key, name, rules) or [], key.side, config),
     )
 
 
@@ -133,7 +135,9 @@ def _located(db: VisDb, key: GraphKey, found: NodeSummary | None, rules: str) ->
         return schemas.LocatedOut(node=None, ancestors=[])
     return schemas.LocatedOut(
         node=present.node_out(found, key.side, config),
-        ancestors=present.nodes_out(db.ancestors(key, found.name, rules) or [], key.side, config),
+        ancestors=present.nodes_out(
+            tree.ancestors(db, key, found.name, rules) or [], key.side, config
+        ),
     )
 
 
@@ -147,7 +151,7 @@ def first_error(
 ) -> schemas.LocatedOut:
     """The first node, in execution order, whose input tensors agree but which is flagged (an
     error first, else a warning), with its ancestors; ``node`` is null when there is none."""
-    return _located(db, key, db.first_error(key, rules), rules)
+    return _located(db, key, tree.first_error(db, key, rules), rules)
 
 
 @router.get(
@@ -160,7 +164,7 @@ def worst(
 ) -> schemas.LocatedOut:
     """The first node in the subtree (itself included) at the subtree's worst level."""
     require_node(db, key, name, rules)
-    return _located(db, key, db.worst_descendant(key, name, rules), rules)
+    return _located(db, key, tree.worst_descendant(db, key, name, rules), rules)
 
 
 @router.get("/{graph:path}/peers", response_model=schemas.PeersOut, summary="Cross-rank peers")
@@ -174,12 +178,12 @@ def peers(
     """A communication node's counterparts on other ranks, with their precision and overflow
     as they are now (graphboard's links when the file has them, else msprobe's annotation)."""
     key = GraphKey(side, step, rank)
-    if not db.has_graph(key):
+    if not graphs.has_graph(db, key):
         raise NotFound(
             f"the file has no {side} graph for step {step}, rank {rank}", code="unknown_graph_part"
         )
     require_node(db, key, name)
-    found = db.peers(key, name)
+    found = peer_links(db, key, name)
     assert found is not None
     config = db.config()
     return schemas.PeersOut(

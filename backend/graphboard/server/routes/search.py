@@ -18,6 +18,7 @@ from graphboard.server.errors import InvalidParameters
 from graphboard.server.rules import DEFAULT_RULES, RulesQuery
 from graphboard.store.name_regex import SearchTooSlow
 from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader.search import filter_by, find_names
 
 router = APIRouter(prefix="/api/graphs", tags=["search"], responses=schemas.ERRORS)
 
@@ -37,7 +38,8 @@ def _search_page(
     deadline: float | None,
     rules: str,
 ) -> schemas.SearchPage:
-    page = db.search(
+    page = find_names(
+        db,
         key,
         q,
         regex=deadline is not None,
@@ -116,7 +118,8 @@ def filter_nodes(
     order, one page at a time, with the total and a count per criterion."""
     if not precision and not overflow and not unmatched:
         raise InvalidParameters("choose at least one of precision, overflow or unmatched")
-    page = db.filter(
+    page = filter_by(
+        db,
         key,
         levels=[
             level
