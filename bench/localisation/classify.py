@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from graphboard.compare.result import Level
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, listing, open_vis_db
 from graphboard.store.reader.rules import ruled_view
 from graphboard.verdict_cli import file_verdict
 
@@ -71,7 +71,7 @@ def answer(path: Path, rules: str, cache_dir: Path) -> Answer:
 def first_error_node(path: Path, rules: str, cache_dir: Path) -> str | None:
     """The first target node in node order whose level is error under ``rules``."""
     with open_vis_db(path, cache_dir) as db:
-        for stats in sorted(db.graphs(rules), key=lambda graph: (graph.step, graph.rank)):
+        for stats in sorted(listing.graphs(db, rules), key=lambda graph: (graph.step, graph.rank)):
             if stats.side != TARGET:
                 continue
             view = ruled_view(db, GraphKey(TARGET, stats.step, stats.rank), rules)

@@ -11,7 +11,7 @@ from pathlib import Path
 from graphboard.server.errors import Conflict, Forbidden, UnreadableFile
 from graphboard.server.settings import Settings
 from graphboard.store.integrity import damage_unless_known, written_sound
-from graphboard.store.reader import VisDb, WriteRefused, open_vis_db
+from graphboard.store.reader import VisDb, WriteRefused, manual_matches, open_vis_db
 
 
 def read_only_reason(path: Path) -> str | None:
@@ -49,7 +49,7 @@ def writing(path: Path, settings: Settings) -> Iterator[VisDb]:
                 code="damaged_file",
             )
         try:
-            with db.matching_write():
+            with manual_matches.matching_write(db):
                 yield db
         except WriteRefused as error:  # at its start, or a commit readers held off
             if error.busy:

@@ -13,7 +13,7 @@ from graphboard.server.matching.outcome import MatchFailure, Outcome, Skipped
 from graphboard.server.matching.planner import Planner
 from graphboard.server.settings import Settings
 from graphboard.store import matches
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import VisDb, manual_matches
 
 
 def _record(
@@ -24,7 +24,8 @@ def _record(
     options: dict[str, Any],
     outcome: Outcome,
 ) -> int:
-    return db.record_action(
+    return manual_matches.record_action(
+        db,
         kind,
         planner.step,
         planner.rank,
@@ -96,7 +97,7 @@ def import_config(
 def undo(path: Path, settings: Settings, step: int, rank: int) -> tuple[matches.Action, int]:
     """Undo the latest action of a (step, rank): its nodes get back their previous state."""
     with writing(path, settings) as db:
-        undone = db.undo_last_action(step, rank)
+        undone = manual_matches.undo_last_action(db, step, rank)
         if undone is None:
             raise Conflict(f"nothing to undo for step {step}, rank {rank}", code="nothing_to_undo")
     return undone

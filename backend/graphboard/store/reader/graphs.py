@@ -6,11 +6,11 @@ from typing import Any
 
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.config import GraphStats
-from graphboard.store.reader.opening import OpenFile, Source
+from graphboard.store.reader.opening import Source, VisDb
 from graphboard.store.reader.stored import json_or
 
 
-def meta(db: OpenFile) -> dict[str, Any]:
+def meta(db: VisDb) -> dict[str, Any]:
     """graphboard's build metadata (``gb_meta``); empty for msprobe's files."""
     if db.source is not Source.GRAPHBOARD:
         return {}
@@ -20,7 +20,7 @@ def meta(db: OpenFile) -> dict[str, Any]:
     }
 
 
-def stored_graphs(db: OpenFile) -> list[GraphStats]:
+def stored_graphs(db: VisDb) -> list[GraphStats]:
     """Every graph of the file as the build counted it, in step, rank, side (NPU first)
     order; :func:`.listing.graphs` recounts those a user's matches changed."""
     return [
@@ -33,7 +33,7 @@ def stored_graphs(db: OpenFile) -> list[GraphStats]:
     ]
 
 
-def has_graph(db: OpenFile, key: GraphKey) -> bool:
+def has_graph(db: VisDb, key: GraphKey) -> bool:
     return (
         db.gb_conn()
         .execute(

@@ -6,14 +6,14 @@ from __future__ import annotations
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.config import GraphStats
 from graphboard.store.reader.graphs import stored_graphs
-from graphboard.store.reader.opening import OpenFile
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.overlay import changed_since_build, recount
 from graphboard.store.reader.rules import apply_rules, ruled_view
 from graphboard.store.reader.tree import first_error
 from graphboard.store.rule_columns import MSPROBE
 
 
-def graphs(db: OpenFile, rules: str = MSPROBE) -> list[GraphStats]:
+def graphs(db: VisDb, rules: str = MSPROBE) -> list[GraphStats]:
     """Every graph of the file, in step, rank, side (NPU first) order, with manual matches
     applied, counted under ``rules``."""
     stats = stored_graphs(db)

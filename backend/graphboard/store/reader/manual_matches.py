@@ -16,7 +16,7 @@ from typing import Any
 
 from graphboard.errors import StoreError
 from graphboard.store import matches
-from graphboard.store.reader.opening import BUSY_SECONDS, OpenFile, Source
+from graphboard.store.reader.opening import BUSY_SECONDS, Source, VisDb
 
 
 class WriteRefused(StoreError):
@@ -28,7 +28,7 @@ class WriteRefused(StoreError):
 
 
 @contextmanager
-def matching_write(db: OpenFile) -> Iterator[None]:
+def matching_write(db: VisDb) -> Iterator[None]:
     """One write transaction, committed if the block succeeds, rolled back if not;
     WriteRefused when the file cannot be locked for writing."""
     derived = db.ensure_derived()  # before the write changes the file's stamp
@@ -57,7 +57,7 @@ def matching_write(db: OpenFile) -> Iterator[None]:
         db.derived_before_write = derived
 
 
-def _refused(db: OpenFile, error: sqlite3.OperationalError) -> WriteRefused:
+def _refused(db: VisDb, error: sqlite3.OperationalError) -> WriteRefused:
     if _busy(error):
         return WriteRefused(
             f"{db.path.name}: another connection held the file for {BUSY_SECONDS:g} s; try again",
@@ -67,7 +67,7 @@ def _refused(db: OpenFile, error: sqlite3.OperationalError) -> WriteRefused:
 
 
 def record_action(
-    db: OpenFile,
+    db: VisDb,
     kind: str,
     step: int,
     rank: int,
@@ -86,7 +86,7 @@ def record_action(
     return action_id
 
 
-def undo_last_action(db: OpenFile, step: int, rank: int) -> tuple[matches.Action, int] | None:
+def undo_last_action(db: VisDb, step: int, rank: int) -> tuple[matches.Action, int] | None:
     """Undo the latest action of a (step, rank) not undone yet: (the action as it is now,
     the number of nodes restored); None when there is nothing to undo."""
     last = matches.last_action(db.conn, step, rank) if db.has_overlay else None

@@ -17,7 +17,7 @@ from graphboard.store import param_table
 from graphboard.store import rank_stats as rank_table
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.param_parse import params_from_display
-from graphboard.store.reader.opening import OpenFile, Source, table_names
+from graphboard.store.reader.opening import Source, VisDb, table_names
 from graphboard.store.reader.overlay import manual_data
 from graphboard.store.reader.stored import json_or
 from graphboard.store.reader.summaries import BY_GRAPH, NodeSummary, rows_in, summary
@@ -52,7 +52,7 @@ class StoredNode(NamedTuple):
 
 
 def _node_row(
-    db: OpenFile, key: GraphKey, name: str, columns: str, join: str = ""
+    db: VisDb, key: GraphKey, name: str, columns: str, join: str = ""
 ) -> tuple[Any, ...] | None:
     """``columns`` of the node ``name`` of graph ``key`` (``join``: tables they come from
     besides tb_nodes, which is ``t``); both are this module's constants, never input."""
@@ -63,7 +63,7 @@ def _node_row(
     return row
 
 
-def node(db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeRecord | None:
+def node(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeRecord | None:
     found = summary(db, key, name, rules)
     if found is None:
         return None
@@ -94,7 +94,7 @@ def node(db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeRe
 
 
 def stored_data(
-    db: OpenFile, key: GraphKey, name: str
+    db: VisDb, key: GraphKey, name: str
 ) -> tuple[dict[str, Any], dict[str, Any], str | None] | None:
     """(input_data, output_data, dump_data_dir) exactly as ``tb_nodes`` holds them."""
     row = _node_row(db, key, name, "t.input_data, t.output_data, t.dump_data_dir")
@@ -103,7 +103,7 @@ def stored_data(
     return json_or(row[0], {}), json_or(row[1], {}), str(row[2]) if row[2] else None
 
 
-def _has_typed_params(db: OpenFile) -> bool:
+def _has_typed_params(db: VisDb) -> bool:
     """Whether the file keeps its nodes' parameters typed (gb_params): graphboard's files
     since that table, never msprobe's; asked once per file."""
     if db.typed_params is None:
@@ -113,7 +113,7 @@ def _has_typed_params(db: OpenFile) -> bool:
     return db.typed_params
 
 
-def params(db: OpenFile, key: GraphKey, name: str) -> list[Param] | None:
+def params(db: VisDb, key: GraphKey, name: str) -> list[Param] | None:
     """A node's parameters as the builder had them (None: no node of that name): from
     gb_params, or parsed back from the display strings of a file without it."""
     if not _has_typed_params(db):
@@ -127,7 +127,7 @@ def params(db: OpenFile, key: GraphKey, name: str) -> list[Param] | None:
     return _typed_rows(db, str(row[0]), [int(row[1])])[int(row[1])]
 
 
-def rank_stats(db: OpenFile, key: GraphKey, node_order: int) -> rank_table.NodeRanks:
+def rank_stats(db: VisDb, key: GraphKey, node_order: int) -> rank_table.NodeRanks:
     """Each rank's own statistics of the node's merged parameters, by parameter key (a
     parallel merge's gb_rank_stats; empty for an unmerged node or a file without it)."""
     if db.source is not Source.GRAPHBOARD or rank_table.TABLE not in table_names(db.conn):
@@ -136,7 +136,7 @@ def rank_stats(db: OpenFile, key: GraphKey, node_order: int) -> rank_table.NodeR
     return rank_table.decode(row[0]).get(node_order, {}) if row is not None else {}
 
 
-def params_by_order(db: OpenFile, key: GraphKey, orders: Sequence[int]) -> dict[int, list[Param]]:
+def params_by_order(db: VisDb, key: GraphKey, orders: Sequence[int]) -> dict[int, list[Param]]:
     """The parameters of the given nodes, by node_order, as :func:`params` gives them."""
     wanted = sorted({int(order) for order in orders})
     if _has_typed_params(db):
@@ -156,7 +156,7 @@ def params_by_order(db: OpenFile, key: GraphKey, orders: Sequence[int]) -> dict[
     }
 
 
-def _typed_rows(db: OpenFile, graph_id: str, orders: list[int]) -> dict[int, list[Param]]:
+def _typed_rows(db: VisDb, graph_id: str, orders: list[int]) -> dict[int, list[Param]]:
     """gb_params' parameters of the nodes ``orders`` (nodes of the graph), decoding each
     row that holds one once; a node in no row has none."""
     decoded: dict[int, dict[int, list[Param]]] = {}
@@ -184,7 +184,7 @@ def _typed_rows(db: OpenFile, graph_id: str, orders: list[int]) -> dict[int, lis
     return found
 
 
-def _decoded_row(db: OpenFile, graph_id: str, first: int) -> dict[int, list[Param]]:
+def _decoded_row(db: VisDb, graph_id: str, first: int) -> dict[int, list[Param]]:
     """One gb_params row decoded, the last few kept for this open file: a manual match of
     many pairs (a .vis.config, accepted suggestions) reads neighbours' parameters one node
     at a time, and decoding the row each time cost ~5 ms a node. gb_params never changes
@@ -202,20 +202,20 @@ def _decoded_row(db: OpenFile, graph_id: str, first: int) -> dict[int, list[Para
     return found
 
 
-def stored_nodes(db: OpenFile, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
+def stored_nodes(db: VisDb, key: GraphKey, *, stacks: bool = False) -> list[StoredNode]:
     """Every node of the graph holding parameters, in node order (a whole-graph table),
     with users' pairings' rescored dicts as ``node`` gives them; ``stacks`` adds each
     node's stack."""
     return list(iter_stored_nodes(db, key, stacks=stacks))
 
 
-def iter_stored_nodes(db: OpenFile, key: GraphKey, *, stacks: bool = False) -> Iterator[StoredNode]:
+def iter_stored_nodes(db: VisDb, key: GraphKey, *, stacks: bool = False) -> Iterator[StoredNode]:
     """:func:`stored_nodes` one at a time, read by one query as they are used: a
     graph's nodes and their parsed parameters are never all in memory at once."""
     return _stored_rows(db, key, "ORDER BY t.node_order", (), stacks=stacks)
 
 
-def stored_nodes_at(db: OpenFile, key: GraphKey, orders: Sequence[int]) -> dict[int, StoredNode]:
+def stored_nodes_at(db: VisDb, key: GraphKey, orders: Sequence[int]) -> dict[int, StoredNode]:
     """The nodes holding parameters among ``orders`` (a batch: a few hundred), by order,
     found on msprobe's (step, rank, data_source, node_order) index."""
     if not orders:
@@ -226,7 +226,7 @@ def stored_nodes_at(db: OpenFile, key: GraphKey, orders: Sequence[int]) -> dict[
 
 
 def _stored_rows(
-    db: OpenFile, key: GraphKey, tail: str, bound: tuple[int, ...], *, stacks: bool = False
+    db: VisDb, key: GraphKey, tail: str, bound: tuple[int, ...], *, stacks: bool = False
 ) -> Iterator[StoredNode]:
     stack_column = "s.stack_info" if stacks else "NULL"
     join = " LEFT JOIN main.tb_stack s ON s.id = t.stack_id" if stacks else ""
@@ -255,7 +255,7 @@ def _stored_rows(
         )
 
 
-def module_names(db: OpenFile, key: GraphKey, module: str | None = None) -> list[tuple[int, str]]:
+def module_names(db: VisDb, key: GraphKey, module: str | None = None) -> list[tuple[int, str]]:
     """(node_order, name) of the graph's module nodes (``node_type`` 0 in both tools'
     files), or with ``module`` of those named ``<module>.…``, found on msprobe's
     (step, rank, data_source, node_name) index: no scan of the graph."""
@@ -272,7 +272,7 @@ def module_names(db: OpenFile, key: GraphKey, module: str | None = None) -> list
 
 
 def dicts_of(
-    db: OpenFile, key: GraphKey, orders: Sequence[int], column: str
+    db: VisDb, key: GraphKey, orders: Sequence[int], column: str
 ) -> dict[int, dict[str, Any]]:
     """``input_data`` or ``output_data`` (``column``) of the given nodes, by node_order,
     a user's pairing's rescored dicts standing in for the build's as :func:`node` shows."""
@@ -294,7 +294,7 @@ def dicts_of(
     return {order: _dict_or_empty(json_or(text, {})) for order, text in texts.items()}
 
 
-def orders_of_names(db: OpenFile, key: GraphKey, names: Sequence[str]) -> dict[str, int]:
+def orders_of_names(db: VisDb, key: GraphKey, names: Sequence[str]) -> dict[str, int]:
     """node_order of each named node the graph has (msprobe's name index)."""
     return {
         str(name): int(order)

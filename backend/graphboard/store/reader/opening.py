@@ -105,7 +105,7 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
     }
 
 
-class OpenFile:
+class VisDb:
     """A .vis.db's connection, what kind of file it is, and where its derived columns are.
     The connection is this object's: :meth:`close` closes it. It holds no request state:
     every read is a function of the reader's modules taking it (and a rule set) as

@@ -20,7 +20,7 @@ from graphboard.graph.model import API_COLLECTION_PREFIX, other_side
 from graphboard.store import arrays, matches, msprobe_columns
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
 from graphboard.store.reader.config import GraphStats
-from graphboard.store.reader.opening import OpenFile, Source
+from graphboard.store.reader.opening import Source, VisDb
 from graphboard.store.reader.stored import json_or
 from graphboard.store.schema import counterpart_in_link
 
@@ -45,7 +45,7 @@ class _Change(NamedTuple):
     introduced: int
 
 
-def changed_since_build(db: OpenFile, key: GraphKey) -> bool:
+def changed_since_build(db: VisDb, key: GraphKey) -> bool:
     """Whether a user's match or msprobe's viewer changed the graph since the build."""
     if (
         db.has_overlay
@@ -89,13 +89,13 @@ def recount(graph: GraphStats, view: GraphView) -> None:
     graph.error_count = counts[Level.ERROR]
 
 
-def graph_view(db: OpenFile, key: GraphKey) -> GraphView:
+def graph_view(db: VisDb, key: GraphKey) -> GraphView:
     """The graph's columns with manual matches applied, under msprobe's rules (cached by
     file identity; :func:`.rules.ruled_view` gives them under another rule set)."""
     return VIEWS.get((db.identity, key), lambda: _load_view(db, key))
 
 
-def _load_view(db: OpenFile, key: GraphKey) -> GraphView:
+def _load_view(db: VisDb, key: GraphKey) -> GraphView:
     stored = arrays.read(db.gb_conn(), key.graph_id, with_names=False)
     if stored is None:
         raise StoreError(f"{db.path.name}: no graph {key.side} step {key.step} rank {key.rank}")
@@ -117,7 +117,7 @@ def _load_view(db: OpenFile, key: GraphKey) -> GraphView:
     return view
 
 
-def _changes(db: OpenFile, key: GraphKey) -> list[_Change]:
+def _changes(db: VisDb, key: GraphKey) -> list[_Change]:
     """Every node changed since the build: re-matched in msprobe's viewer, then graphboard's overlay."""
     changes: list[_Change] = []
     if db.source is Source.GRAPHBOARD:
@@ -203,7 +203,7 @@ def _apply(view: GraphView, changes: list[_Change]) -> None:
 
 
 def manual_data(
-    db: OpenFile, key: GraphKey, name: str | None = None
+    db: VisDb, key: GraphKey, name: str | None = None
 ) -> dict[int, tuple[str | None, str | None]]:
     """(input_data, output_data) as JSON text, by node_order, of the graph's manually
     (un)paired nodes (or of the one named): a pairing rescores its nodes' parameters, and
@@ -227,7 +227,7 @@ def manual_data(
     }
 
 
-def manual_pairs(db: OpenFile, step: int, rank: int) -> list[ManualPair]:
+def manual_pairs(db: VisDb, step: int, rank: int) -> list[ManualPair]:
     """Pairs users made that still stand, in the target's node order."""
     if not db.has_overlay:
         return []
@@ -242,7 +242,7 @@ def manual_pairs(db: OpenFile, step: int, rank: int) -> list[ManualPair]:
     ]
 
 
-def match_history(db: OpenFile, step: int, rank: int) -> list[matches.Action]:
+def match_history(db: VisDb, step: int, rank: int) -> list[matches.Action]:
     if not db.has_overlay:
         return []
     return matches.actions(db.conn, step, rank)

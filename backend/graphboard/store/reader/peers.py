@@ -11,7 +11,7 @@ from typing import Any
 
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader.graphs import has_graph
-from graphboard.store.reader.opening import OpenFile
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.stored import json_or
 from graphboard.store.reader.summaries import BY_GRAPH, NodeSummary, summary
 from graphboard.store.rule_columns import MSPROBE
@@ -34,7 +34,7 @@ class PeerLinks:
     peers: list[Peer]
 
 
-def peer_links(db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE) -> PeerLinks | None:
+def peer_links(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> PeerLinks | None:
     """A communication node's counterparts on other ranks, as they are now: graphboard's
     ``gb_links`` when the file has them, else msprobe's ``matched_distributed``."""
     row = db.conn.execute(
@@ -81,7 +81,7 @@ def peer_links(db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE) -> 
 
 
 def _peer(
-    db: OpenFile,
+    db: VisDb,
     key: GraphKey,
     rank: int,
     name: str | None,

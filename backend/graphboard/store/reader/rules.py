@@ -19,11 +19,11 @@ from graphboard.store import rule_columns
 from graphboard.store.columns import first_introduced
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
 from graphboard.store.reader.config import GraphStats
-from graphboard.store.reader.opening import OpenFile
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.overlay import graph_view
 
 
-def ruled_view(db: OpenFile, key: GraphKey, rules: str = rule_columns.MSPROBE) -> GraphView:
+def ruled_view(db: VisDb, key: GraphKey, rules: str = rule_columns.MSPROBE) -> GraphView:
     """The graph's columns (manual matches applied) under ``rules``: a ValueError names the
     known rule sets; a file without dtype-aware verdicts raises StoreError for a target graph."""
     base = graph_view(db, key)
@@ -33,7 +33,7 @@ def ruled_view(db: OpenFile, key: GraphKey, rules: str = rule_columns.MSPROBE) -
     return VIEWS.get((db.identity, key, rules), lambda: _ruled(db, base, rules))
 
 
-def _ruled(db: OpenFile, base: GraphView, rules: str) -> GraphView:
+def _ruled(db: VisDb, base: GraphView, rules: str) -> GraphView:
     columns = rule_columns.rule_set_columns(base.columns, rules, db.path.name)
     # changed since the build (manual matches): msprobe's rules rescored those, these
     # did not, so their dtype-aware level is withheld rather than left stale
@@ -52,7 +52,7 @@ def _ruled(db: OpenFile, base: GraphView, rules: str) -> GraphView:
     return replace(base, columns=columns, precision=precision, _names=None, _exec_perm=None)
 
 
-def rule_counts(db: OpenFile, key: GraphKey, rules: str) -> dict[str, int]:
+def rule_counts(db: VisDb, key: GraphKey, rules: str) -> dict[str, int]:
     """pass / warning / error / not judged counts of the target's own verdicts under ``rules``
     (API collections, whose verdict is their children's worst, counted through them)."""
     view = ruled_view(db, key, rules)
@@ -66,7 +66,7 @@ def rule_counts(db: OpenFile, key: GraphKey, rules: str) -> dict[str, int]:
     return counts
 
 
-def apply_rules(db: OpenFile, stats: list[GraphStats], rules: str) -> list[GraphStats]:
+def apply_rules(db: VisDb, stats: list[GraphStats], rules: str) -> list[GraphStats]:
     """``stats`` (gb_graphs, msprobe's counts) with the counts of the rule set ``rules``."""
     if rules == rule_columns.MSPROBE:
         return stats

@@ -14,14 +14,14 @@ from graphboard.compare.result import Level
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.name_regex import compile_search_regex, required_literal
-from graphboard.store.reader.opening import OpenFile
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.rules import ruled_view
 from graphboard.store.reader.summaries import Page, summaries_by_order
 from graphboard.store.rule_columns import MSPROBE
 
 
 def find_names(
-    db: OpenFile,
+    db: VisDb,
     key: GraphKey,
     text: str,
     *,
@@ -51,7 +51,7 @@ def find_names(
 
 
 def _page_of_positions(
-    db: OpenFile,
+    db: VisDb,
     key: GraphKey,
     view: GraphView,
     positions: Sequence[int],
@@ -67,7 +67,7 @@ def _page_of_positions(
 
 
 def filter_by(
-    db: OpenFile,
+    db: VisDb,
     key: GraphKey,
     *,
     levels: Sequence[Level] = (),

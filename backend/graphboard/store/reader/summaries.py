@@ -16,7 +16,7 @@ from graphboard.graph.model import other_side
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.reader.graphs import has_graph
-from graphboard.store.reader.opening import OpenFile
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.rules import ruled_view
 from graphboard.store.rule_columns import MSPROBE
 
@@ -66,7 +66,7 @@ _CHUNK = 500  # under SQLite's bound-parameter limit
 
 
 def summaries_of_rows(
-    db: OpenFile, key: GraphKey, rows: Sequence[Sequence[Any]], rules: str = MSPROBE
+    db: VisDb, key: GraphKey, rows: Sequence[Sequence[Any]], rules: str = MSPROBE
 ) -> list[NodeSummary]:
     if not rows:
         return []
@@ -85,7 +85,7 @@ def summaries_of_rows(
     return [_summary(view, row, worst, counterparts) for row in rows]
 
 
-def _names_at(db: OpenFile, view: GraphView, orders: Sequence[int]) -> dict[int, str]:
+def _names_at(db: VisDb, view: GraphView, orders: Sequence[int]) -> dict[int, str]:
     """Names of a few nodes by node_order, without loading every name of a big graph."""
     wanted = sorted({order for order in orders if order >= 0})
     if not wanted:
@@ -140,7 +140,7 @@ def _summary(
     )
 
 
-def summary(db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeSummary | None:
+def summary(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeSummary | None:
     row = db.conn.execute(
         TB_SELECT + BY_GRAPH + " AND t.node_name = ?", (key.step, key.rank, key.side, name)
     ).fetchone()
@@ -148,7 +148,7 @@ def summary(db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE) -> Nod
 
 
 def summaries_by_order(
-    db: OpenFile, key: GraphKey, orders: Sequence[int], rules: str = MSPROBE
+    db: VisDb, key: GraphKey, orders: Sequence[int], rules: str = MSPROBE
 ) -> list[NodeSummary]:
     """Summaries of nodes given by node_order, in the order given."""
     rows: dict[int, Sequence[Any]] = {
@@ -159,7 +159,7 @@ def summaries_by_order(
 
 
 def rows_in(
-    db: OpenFile, key: GraphKey, select: str, by: str, values: Sequence[object]
+    db: VisDb, key: GraphKey, select: str, by: str, values: Sequence[object]
 ) -> Iterator[Sequence[Any]]:
     """Rows of ``select`` (a ``SELECT ... FROM main.tb_nodes t`` of the reader's own) of
     the graph's nodes whose column ``by`` is one of ``values``, one query per chunk."""

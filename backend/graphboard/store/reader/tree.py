@@ -6,7 +6,7 @@ from typing import Any
 
 from graphboard.store.columns import first_introduced
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader.opening import OpenFile
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.overlay import graph_view
 from graphboard.store.reader.rules import ruled_view
 from graphboard.store.reader.summaries import (
@@ -21,7 +21,7 @@ from graphboard.store.reader.summaries import (
 from graphboard.store.rule_columns import MSPROBE
 
 
-def root(db: OpenFile, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | None:
+def root(db: VisDb, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | None:
     row = db.conn.execute(
         TB_SELECT + BY_GRAPH + " AND t.up_node = '' ORDER BY t.node_order DESC LIMIT 1",
         (key.step, key.rank, key.side),
@@ -30,7 +30,7 @@ def root(db: OpenFile, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | Non
 
 
 def children(
-    db: OpenFile,
+    db: VisDb,
     key: GraphKey,
     parent: str,
     *,
@@ -57,7 +57,7 @@ def children(
     return Page(items, None)
 
 
-def child_names(db: OpenFile, key: GraphKey, parent: str) -> list[tuple[str, int]]:
+def child_names(db: VisDb, key: GraphKey, parent: str) -> list[tuple[str, int]]:
     """(name, node type) of every child, in sibling order."""
     return [
         (str(name), int(node_type) if str(node_type).isdigit() else 0)
@@ -70,7 +70,7 @@ def child_names(db: OpenFile, key: GraphKey, parent: str) -> list[tuple[str, int
 
 
 def ancestors(
-    db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE
+    db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE
 ) -> list[NodeSummary] | None:
     """From the root down to ``name``'s parent; None when there is no such node."""
     node = summary(db, key, name, rules)
@@ -86,14 +86,14 @@ def ancestors(
     return summaries_by_order(db, key, chain, rules)
 
 
-def first_error(db: OpenFile, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | None:
+def first_error(db: VisDb, key: GraphKey, rules: str = MSPROBE) -> NodeSummary | None:
     """The first node, in node order, where an error starts; failing that, a warning."""
     order = first_introduced(ruled_view(db, key, rules).columns["introduced"])
     return None if order is None else summaries_by_order(db, key, [order], rules)[0]
 
 
 def worst_descendant(
-    db: OpenFile, key: GraphKey, name: str, rules: str = MSPROBE
+    db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE
 ) -> NodeSummary | None:
     """The first node (itself or below, in execution order) at the subtree's worst level."""
     node = summary(db, key, name, rules)
