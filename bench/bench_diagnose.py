@@ -29,7 +29,7 @@ from graphboard.build import BuildOptions, run_build  # noqa: E402
 from graphboard.diagnose.answer import Diagnosis  # noqa: E402
 from graphboard.diagnose.command import diagnosis_of, file_diagnosis  # noqa: E402
 from graphboard.store.graph_views import GraphKey  # noqa: E402
-from graphboard.store.reader import open_vis_db  # noqa: E402
+from graphboard.store.reader import listing, open_vis_db, search  # noqa: E402
 
 SHARED = Path(os.environ.get("GRAPHBOARD_SHARED", ROOT.parent / "shared"))
 FIXTURE = SHARED / "fixtures" / "convnet-overflow" / "target"
@@ -59,9 +59,9 @@ def _first_critical(paths: list[Path], scratch: Path) -> str:
     built = next(out.glob("*.vis.db"))
     shown = []
     with open_vis_db(built, scratch) as db:
-        for stats in db.graphs():
+        for stats in listing.graphs(db):
             key = GraphKey(stats.side, stats.step, stats.rank)
-            page = db.filter(key, overflows=["critical"], limit=1)
+            page = search.filter_by(db, key, overflows=["critical"], limit=1)
             first = page.items[0].name if page.items else "none"
             shown.append(f"r{stats.rank}:{first}")
     return " ".join(shown)

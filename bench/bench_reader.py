@@ -26,6 +26,8 @@ from typing import Any
 from graphboard.compare.result import Level
 from graphboard.store import reader
 from graphboard.store.graph_views import VIEWS, GraphKey
+from graphboard.store.reader import listing, node_data, tree
+from graphboard.store.reader import search as reader_search
 
 
 def _module_at(path: Path) -> ModuleType:
@@ -48,16 +50,20 @@ def _calls(module: Any, path: Path, cache: Path) -> dict[str, Callable[[], objec
         return call
 
     with module.open_vis_db(path, cache) as db:
-        root = db.root(key)
+        root = tree.root(db, key)
         assert root is not None
-        child = db.children(key, root.name, limit=50).items[0].name
+        child = tree.children(db, key, root.name, limit=50).items[0].name
     return {
-        "graphs": ask(lambda db: db.graphs()),
-        "root": ask(lambda db: db.root(key)),
-        "children": ask(lambda db: db.children(key, root.name, limit=50)),
-        "node": ask(lambda db: db.node(key, child)),
-        "search": ask(lambda db: db.search(key, "linear", limit=50)),
-        "filter": ask(lambda db: db.filter(key, levels=[Level.ERROR, Level.WARNING], limit=50)),
+        "graphs": ask(lambda db: listing.graphs(db)),
+        "root": ask(lambda db: tree.root(db, key)),
+        "children": ask(lambda db: tree.children(db, key, root.name, limit=50)),
+        "node": ask(lambda db: node_data.node(db, key, child)),
+        "search": ask(lambda db: reader_search.find_names(db, key, "linear", limit=50)),
+        "filter": ask(
+            lambda db: reader_search.filter_by(
+                db, key, levels=[Level.ERROR, Level.WARNING], limit=50
+            )
+        ),
     }
 
 

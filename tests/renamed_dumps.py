@@ -177,11 +177,14 @@ class Measured:
 def measure(path: Path, renaming: Renaming, min_confidence: float, cache: Path) -> Measured:
     """suggest-matches' proposals for step 0 rank 0 of ``path`` against the ground truth:
     each grey target node's counterpart is its name renamed, where the golden has it."""
-    from graphboard.store.reader import GraphKey, open_vis_db
+    from graphboard.store.reader import GraphKey, open_vis_db, overlay
     from graphboard.suggest import propose
 
     with open_vis_db(path, cache) as db:
-        target, golden = db.view(GraphKey("NPU", 0, 0)), db.view(GraphKey("Bench", 0, 0))
+        target, golden = (
+            overlay.graph_view(db, GraphKey("NPU", 0, 0)),
+            overlay.graph_view(db, GraphKey("Bench", 0, 0)),
+        )
         golden_names = set(golden.names)
         grey = [target.names[o] for o in range(len(target)) if target.columns["matched"][o] != 1]
         true = truth(grey, golden_names, renaming)

@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 
 from graphboard.compare.result import Level
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, listing, open_vis_db
+from graphboard.store.reader.rules import ruled_view
 from graphboard.verdict_cli import file_verdict
 
 MODULE_PREFIX = "Module."
@@ -70,11 +71,10 @@ def answer(path: Path, rules: str, cache_dir: Path) -> Answer:
 def first_error_node(path: Path, rules: str, cache_dir: Path) -> str | None:
     """The first target node in node order whose level is error under ``rules``."""
     with open_vis_db(path, cache_dir) as db:
-        db.use_rules(rules)
-        for stats in sorted(db.graphs(), key=lambda graph: (graph.step, graph.rank)):
+        for stats in sorted(listing.graphs(db, rules), key=lambda graph: (graph.step, graph.rank)):
             if stats.side != TARGET:
                 continue
-            view = db.view(GraphKey(TARGET, stats.step, stats.rank))
+            view = ruled_view(db, GraphKey(TARGET, stats.step, stats.rank), rules)
             errors = np.flatnonzero(view.columns["level"] == int(Level.ERROR))
             if len(errors):
                 return str(view.names[int(errors[0])])

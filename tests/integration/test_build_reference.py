@@ -20,7 +20,7 @@ import pytest
 from dumpmaker import BuildFn, fixture_path, reference_db
 from graphboard.build import BuildOptions, run_build
 from graphboard.dump.layout import discover
-from graphboard.store.reader import GraphKey, Source, open_vis_db
+from graphboard.store.reader import GraphKey, Source, open_vis_db, tree
 
 REPO = Path(__file__).resolve().parents[2]
 RESNET = "msprobe-resnet50-gpu"
@@ -250,9 +250,9 @@ def test_each_resnet_step_builds_on_its_own_with_its_own_number(
 
 def _root_children(path: Path, cache: Path, key: GraphKey) -> tuple[Source, str, list[Any]]:
     with open_vis_db(path, cache) as db:
-        root = db.root(key)
+        root = tree.root(db, key)
         assert root is not None
-        page = db.children(key, root.name)
+        page = tree.children(db, key, root.name)
         assert page.next_cursor is None
         return db.source, root.name, [(item.name, item.node_type) for item in page.items]
 

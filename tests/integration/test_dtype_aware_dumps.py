@@ -18,7 +18,7 @@ import pytest
 
 from dtype_dumps import Dumps, dtype_dumps, scaled_layer
 from graphboard.compare.result import Level
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, open_vis_db, search, tree
 from graphboard.verdict_cli import file_verdict
 from msprobe_runner import graph_visualize
 
@@ -67,10 +67,11 @@ def _first_error_and_errors_before(path: Path) -> tuple[str, list[str]]:
     """The first introduced error under the dtype-aware rules, and every error node that runs
     before it (execution order: the filter's order)."""
     with open_vis_db(path, path.parent / "cache") as db:
-        db.use_rules("dtype-aware")
-        first = db.first_error(TARGET)
+        first = tree.first_error(db, TARGET, "dtype-aware")
         assert first is not None and first.introduced == "error"
-        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000).items
+        errors = search.filter_by(
+            db, TARGET, levels=[Level.ERROR], limit=100_000, rules="dtype-aware"
+        ).items
         before = [node.name for node in errors if node.exec_order < first.exec_order]
         return first.name, before
 
@@ -188,6 +189,7 @@ def test_the_demo_has_one_dtype_aware_error_the_injected_gelu(tmp_path: Path) ->
     first, before = _first_error_and_errors_before(path)
     assert first == "Functional.gelu.0.forward" and before == []
     with open_vis_db(path, path.parent / "cache") as db:
-        db.use_rules("dtype-aware")
-        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000).items
+        errors = search.filter_by(
+            db, TARGET, levels=[Level.ERROR], limit=100_000, rules="dtype-aware"
+        ).items
     assert [node.name for node in errors] == ["Functional.gelu.0.forward"]

@@ -32,7 +32,7 @@ from graphboard.compare.result import Level
 from graphboard.errors import GraphboardError
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, open_vis_db, search, tree
 from graphboard.verdict_cli import file_verdict
 
 __all__ = ["dtype_dumps"]
@@ -76,9 +76,10 @@ def _errors(path: Path) -> tuple[str | None, list[str]]:
     """The first introduced error under the dtype-aware rules, and every error node before it
     in execution order (all of them when there is none)."""
     with open_vis_db(path, path.parent / "cache") as db:
-        db.use_rules("dtype-aware")
-        first = db.first_error(TARGET)
-        errors = db.filter(TARGET, levels=[Level.ERROR], limit=100_000).items
+        first = tree.first_error(db, TARGET, "dtype-aware")
+        errors = search.filter_by(
+            db, TARGET, levels=[Level.ERROR], limit=100_000, rules="dtype-aware"
+        ).items
         if first is None:
             return None, [node.name for node in errors]
         assert first.introduced == "error"

@@ -18,7 +18,7 @@ from parallel_dumps import LAYOUTS, DumpFn, compare_flags
 
 from fixture_cases import fixture_path
 from graphboard.cli import graph_build_main
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, open_vis_db, tree
 from tb_graph_ascend_runner import TbGraphAscend
 
 
@@ -42,9 +42,9 @@ def _ours(path: Path, rank: int, side: str, cache: Path) -> tuple[list[str], int
     """graphboard's own reading of a graph: the root's children in order, and its node count."""
     with open_vis_db(path, cache) as db:
         key = GraphKey(side, 0, rank)
-        root = db.root(key)
+        root = tree.root(db, key)
         assert root is not None, f"{path.name}: no {side} root at rank {rank}"
-        children = [name for name, _type in db.child_names(key, root.name)]
+        children = [name for name, _type in tree.child_names(db, key, root.name)]
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         (count,) = conn.execute(
             "SELECT COUNT(*) FROM tb_nodes WHERE step = 0 AND rank = ? AND data_source = ?",

@@ -28,7 +28,16 @@ from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.server.errors import Conflict
 from graphboard.server.settings import Settings
 from graphboard.server.viewer_token import TOKEN_FILE
-from graphboard.store.reader import GraphKey, held_files, open_vis_db, opening
+from graphboard.store.reader import (
+    GraphKey,
+    held_files,
+    listing,
+    manual_matches,
+    node_data,
+    open_vis_db,
+    opening,
+    overlay,
+)
 from graphboard.suggest.rejections import reject
 from renamed_dumps import renamed_compare
 
@@ -64,7 +73,7 @@ def _match_state(path: Path, cache: Path) -> dict[str, list[object]]:
     with open_vis_db(path, cache) as db:
         state = {}
         for side in (TARGET_SIDE, GOLDEN_SIDE):
-            view = db.view(GraphKey(side, 0, 0))
+            view = overlay.graph_view(db, GraphKey(side, 0, 0))
             for column in ("matched", "counterpart", "level"):
                 if column in view.columns:
                     state[f"{side}.{column}"] = np.asarray(view.columns[column]).tolist()
@@ -146,13 +155,13 @@ def test_two_servers_and_a_command_writing_one_file_never_corrupt_it(
 
     settings = Settings(data_dir=data, state_dir=tmp_path / "state-check")
     with open_vis_db(path, settings.cache_dir) as db:
-        standing = [a for a in db.match_history(0, 0) if a.undone_at is None]
-        assert len(db.match_history(0, 0)) >= OPERATIONS  # the writers did write
-        target = db.view(GraphKey(TARGET_SIDE, 0, 0))
-        golden = db.view(GraphKey(GOLDEN_SIDE, 0, 0))
-        for pair in db.manual_pairs(0, 0):  # every pair reads back, on nodes that exist
-            assert db.orders_of_names(GraphKey(TARGET_SIDE, 0, 0), [pair.target])
-            assert db.orders_of_names(GraphKey(GOLDEN_SIDE, 0, 0), [pair.golden])
+        standing = [a for a in overlay.match_history(db, 0, 0) if a.undone_at is None]
+        assert len(overlay.match_history(db, 0, 0)) >= OPERATIONS  # the writers did write
+        target = overlay.graph_view(db, GraphKey(TARGET_SIDE, 0, 0))
+        golden = overlay.graph_view(db, GraphKey(GOLDEN_SIDE, 0, 0))
+        for pair in overlay.manual_pairs(db, 0, 0):  # every pair reads back, on nodes that exist
+            assert node_data.orders_of_names(db, GraphKey(TARGET_SIDE, 0, 0), [pair.target])
+            assert node_data.orders_of_names(db, GraphKey(GOLDEN_SIDE, 0, 0), [pair.golden])
         assert len(target) and len(golden)
     undone = 0
     while True:
@@ -163,7 +172,7 @@ def test_two_servers_and_a_command_writing_one_file_never_corrupt_it(
         undone += 1
     assert undone == len(standing)
     with open_vis_db(path, settings.cache_dir) as db:
-        assert db.manual_pairs(0, 0) == []
+        assert overlay.manual_pairs(db, 0, 0) == []
     assert _match_state(path, settings.cache_dir) == before
     _read_everything(path)
 
@@ -193,9 +202,12 @@ def test_opening_and_closing_a_file_keeps_a_write_transactions_lock(
     path = tmp_path / "run.vis.db"
     shutil.copy(compare, path)
     settings = Settings(data_dir=tmp_path, state_dir=tmp_path / "state")
-    with open_vis_db(path, settings.cache_dir, writable=True) as writer, writer.matching_write():
+    with (
+        open_vis_db(path, settings.cache_dir, writable=True) as writer,
+        manual_matches.matching_write(writer),
+    ):
         with open_vis_db(path, settings.cache_dir) as reader:
-            reader.graphs()
+            listing.graphs(reader)
         other = subprocess.run(
             [sys.executable, "-c", _TRY_WRITE, str(path)], capture_output=True, text=True
         )

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,40 @@ def test_filter_counts_and_badges_follow_the_rule_set(client: TestClient) -> Non
     assert [node["level"] for node in found] == ["pass", "error"]  # layers 0 and 1
     passing = _get(client, "path", name="Module.blocks.0.mlp.GptMlp.forward.0", rules="dtype-aware")
     assert passing["node"]["level"] == "pass" and passing["node"]["precision_index"] == 0
+
+
+def test_concurrent_requests_each_answer_under_their_own_rule_set(client: TestClient) -> None:
+    """Requests under msprobe's and the dtype-aware rules, in flight at once on two threads,
+    each answer as they do alone: the rule set is the request's, never state on a reader
+    another request shares (a pooled or cached reader would mix them)."""
+    reads = [
+        ("filter", {"precision": "error", "limit": 3}),
+        ("first-error", {}),
+        ("children", {}),
+        ("search", {"q": "mlp.out.Linear.forward"}),
+    ]
+    alone = {
+        (path, rules): _get(client, path, rules=rules, **params)
+        for path, params in reads
+        for rules in ("msprobe", "dtype-aware")
+    }
+    assert alone["filter", "msprobe"] != alone["filter", "dtype-aware"]  # the test can tell
+    start = threading.Barrier(2)
+
+    def ask(rules: str) -> list[tuple[str, Any]]:
+        start.wait()
+        return [
+            (path, _get(client, path, rules=rules, **params))
+            for _round in range(6)
+            for path, params in reads
+        ]
+
+    with ThreadPoolExecutor(2) as pool:
+        both = ("msprobe", "dtype-aware")
+        answered = dict(zip(both, pool.map(ask, both), strict=True))
+    for rules, answers in answered.items():
+        for path, answer in answers:
+            assert answer == alone[path, rules], (path, rules)
 
 
 def test_rule_verdict_explains_per_parameter(client: TestClient) -> None:

@@ -17,7 +17,7 @@ from graphboard.build.stages import Side, hierarchy, read
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph
 from graphboard.store import param_parse, param_table
-from graphboard.store.reader import GraphKey, Source, VisDb, open_vis_db
+from graphboard.store.reader import GraphKey, Source, VisDb, node_data, open_vis_db, summaries
 
 # Every shared fixture folder: (case, target, golden or None).
 CASES: list[tuple[str, str, str | None]] = [
@@ -93,14 +93,16 @@ def test_a_graphboard_files_params_are_the_builders(
         for graph in graphs:
             key = GraphKey(graph.side, graph.step, graph.rank)
             for name, node in graph.nodes.items():
-                found = db.params(key, name)
+                found = node_data.params(db, key, name)
                 assert found is not None, name
                 assert_same_params(found, node.params or [], f"{case} {graph.graph_id} {name}")
-            by_order = db.params_by_order(key, [node.order for node in graph.nodes.values()])
+            by_order = node_data.params_by_order(
+                db, key, [node.order for node in graph.nodes.values()]
+            )
             assert len(by_order) == len(graph.nodes)
             for node in graph.nodes.values():
                 assert_same_params(by_order[node.order], node.params or [], node.name)
-            assert db.params(key, "no such node") is None
+            assert node_data.params(db, key, "no such node") is None
     if case == "convnet-overflow":  # the case holding infinities and NaN statistics
         assert _non_finite(graphs)
 
@@ -186,7 +188,7 @@ def test_a_file_without_the_table_parses_its_display_strings(
     key = GraphKey("NPU", 0, 0)
     with open_vis_db(path, tmp_path / "cache") as db:
         name = _a_node_with_params(db, key)
-        typed = db.params(key, name)
+        typed = node_data.params(db, key, name)
     with sqlite3.connect(path) as conn:
         conn.execute("DROP TABLE gb_params")
     parsed: list[str] = []
@@ -198,16 +200,16 @@ def test_a_file_without_the_table_parses_its_display_strings(
 
     monkeypatch.setattr("graphboard.store.reader.node_data.params_from_display", counting)
     with open_vis_db(path, tmp_path / "cache") as db:
-        older = db.params(key, name)
+        older = node_data.params(db, key, name)
     assert parsed == [name] and older is not None and typed is not None
     assert [p.key for p in older] and {p.key for p in older} == {p.key for p in typed}
     msprobe = reference_db("convnet-stats")
     with open_vis_db(msprobe, tmp_path / "cache") as db:
         assert db.source is Source.MSPROBE
         name = _a_node_with_params(db, key)
-        found = db.params(key, name)
+        found = node_data.params(db, key, name)
         assert found and parsed[-1] == name
-        assert db.params_by_order(key, [db.summary(key, name).node_order])  # type: ignore[union-attr]
+        assert node_data.params_by_order(db, key, [summaries.summary(db, key, name).node_order])  # type: ignore[union-attr]
 
 
 def _a_node_with_params(db: VisDb, key: GraphKey) -> str:

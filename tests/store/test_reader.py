@@ -17,7 +17,16 @@ from graphboard.graph.model import ROOT_NAME, Graph, Node, NodeType, node_type_o
 from graphboard.store import writer
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.name_index import NameIndex
-from graphboard.store.reader import Source, compile_search_regex, open_vis_db, required_literal
+from graphboard.store.reader import (
+    Source,
+    compile_search_regex,
+    node_data,
+    open_vis_db,
+    overlay,
+    required_literal,
+    summaries,
+    tree,
+)
 from graphboard.store.sink import open_sink
 
 BuildFn = Callable[..., Path]
@@ -41,25 +50,25 @@ def test_stored_rows_rescore_to_the_stored_verdicts(
     checked = 0
     with open_vis_db(path, tmp_path) as db:
         assert db.config().mode is mode
-        view = db.view(npu)
+        view = overlay.graph_view(db, npu)
         for order, name in enumerate(view.names):
-            summary = db.summaries_by_order(npu, [order])[0]
+            summary = summaries.summaries_by_order(db, npu, [order])[0]
             if not summary.matched or summary.node_type == NodeType.API_COLLECTION:
                 continue
             stored_t, stored_g = (
-                db.stored_data(npu, name),
-                db.stored_data(bench, summary.counterpart or ""),
+                node_data.stored_data(db, npu, name),
+                node_data.stored_data(db, bench, summary.counterpart or ""),
             )
             assert stored_t is not None and stored_g is not None
             target = Node(
                 name,
                 NodeType(summary.node_type),
-                params=db.params(npu, name) if stored_t[0] or stored_t[1] else None,
+                params=node_data.params(db, npu, name) if stored_t[0] or stored_t[1] else None,
             )
             golden = Node(
                 summary.counterpart or "",
                 NodeType(summary.node_type),
-                params=db.params(bench, summary.counterpart or ""),
+                params=node_data.params(db, bench, summary.counterpart or ""),
             )
             comparison = compare_pair(target, golden, mode, stored_t[2] or "", stored_g[2] or "")
             precision = comparison.precision_index if comparison is not None else None
@@ -81,7 +90,7 @@ def test_msprobe_files_are_opened_read_only_with_derived_columns(
     cache = tmp_path / "cache"
     with open_vis_db(source, cache) as db:
         assert db.source is Source.MSPROBE
-        assert db.summary(GraphKey("NPU", 0, 0), "Functional.gelu.0.forward") is not None
+        assert summaries.summary(db, GraphKey("NPU", 0, 0), "Functional.gelu.0.forward") is not None
         assert not db.writable
     assert source.read_bytes() == before
     assert sorted(path.name for path in root.iterdir()) == ["m.vis.db"]
@@ -125,7 +134,7 @@ def test_a_node_with_100000_children_pages_by_keyset(tmp_path: Path) -> None:
         seen = 0
         cursor = None
         while True:
-            page = db.children(key, ROOT_NAME, after=cursor, limit=5000)
+            page = tree.children(db, key, ROOT_NAME, after=cursor, limit=5000)
             assert [node.name for node in page.items] == [
                 f"Tensor.add.{seen + i}.forward" for i in range(len(page.items))
             ]
@@ -134,7 +143,7 @@ def test_a_node_with_100000_children_pages_by_keyset(tmp_path: Path) -> None:
             if cursor is None:
                 break
         assert seen == 100_000
-        last = db.children(key, ROOT_NAME, after=99_990, limit=3)
+        last = tree.children(db, key, ROOT_NAME, after=99_990, limit=3)
         assert [node.node_order for node in last.items] == [99_991, 99_992, 99_993]
 
 

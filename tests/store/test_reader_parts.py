@@ -15,7 +15,19 @@ import pytest
 from fixture_cases import BuildFn
 from graphboard.compare.result import Level, label_of_code
 from graphboard.store import matches
-from graphboard.store.reader import GraphKey, VisDb, WriteRefused, open_vis_db, opening
+from graphboard.store.reader import (
+    GraphKey,
+    VisDb,
+    WriteRefused,
+    listing,
+    manual_matches,
+    node_data,
+    open_vis_db,
+    opening,
+    summaries,
+    tree,
+)
+from graphboard.store.reader import overlay as reader_overlay
 from graphboard.store.reader.stored import json_or
 
 NPU = GraphKey("NPU", 0, 0)
@@ -32,8 +44,8 @@ def compare_copy(built: BuildFn, tmp_path: Path) -> Path:
 
 def _matched_node(db: VisDb) -> tuple[str, int, str]:
     """(name, node_order, partner) of the first matched target node holding parameters."""
-    for stored in db.stored_nodes(NPU):
-        summary = db.summary(NPU, stored.name)
+    for stored in node_data.stored_nodes(db, NPU):
+        summary = summaries.summary(db, NPU, stored.name)
         assert summary is not None
         if summary.matched and summary.counterpart and stored.input_data:
             return stored.name, stored.node_order, summary.counterpart
@@ -51,7 +63,7 @@ def _unpaired(name: str, order: int, input_data: Mapping[str, object]) -> matche
 def test_closing_a_vis_db_closes_its_connection(compare_copy: Path, tmp_path: Path) -> None:
     with open_vis_db(compare_copy, tmp_path / "cache") as db:
         conn = db.conn
-        assert db.root(NPU) is not None
+        assert tree.root(db, NPU) is not None
     with pytest.raises(sqlite3.ProgrammingError):
         conn.execute("SELECT 1")
 
@@ -62,42 +74,42 @@ def test_an_action_is_recorded_shown_and_undone_through_the_reader(
     cache = tmp_path / "cache"
     with open_vis_db(compare_copy, cache) as db:
         name, order, partner = _matched_node(db)
-        before = db.graphs()[0]
-        stored = db.dicts_of(NPU, [order], "input_data")[order]
+        before = listing.graphs(db)[0]
+        stored = node_data.dicts_of(db, NPU, [order], "input_data")[order]
     rescored = {key: {**value, "marked": True} for key, value in stored.items()}
-    with open_vis_db(compare_copy, cache, writable=True) as db, db.matching_write():
-        action_id = db.record_action(
+    with open_vis_db(compare_copy, cache, writable=True) as db, manual_matches.matching_write(db):
+        action_id = manual_matches.record_action(db,
             "unmatch", 0, 0, (name, partner), {"twins": False},
             [_unpaired(name, order, rescored)], [(name, partner)],
         )  # fmt: skip
     with open_vis_db(compare_copy, cache) as db:
-        summary = db.summary(NPU, name)
+        summary = summaries.summary(db, NPU, name)
         assert summary is not None and summary.manual and summary.matched is False
         # the rescored dicts stand in for the build's wherever a node's data is read
-        assert db.dicts_of(NPU, [order], "input_data") == {order: rescored}
-        node = db.node(NPU, name)
+        assert node_data.dicts_of(db, NPU, [order], "input_data") == {order: rescored}
+        node = node_data.node(db, NPU, name)
         assert node is not None and node.input_data == rescored
-        build = db.stored_data(NPU, name)  # the build's own, as tb_nodes holds it
+        build = node_data.stored_data(db, NPU, name)  # the build's own, as tb_nodes holds it
         assert build is not None and build[0] == stored
-        after = db.graphs()[0]
+        after = listing.graphs(db)[0]
         assert before.matched is not None and before.unmatched is not None
         assert (after.matched, after.unmatched) == (before.matched - 1, before.unmatched + 1)
-        history = db.match_history(0, 0)
+        history = reader_overlay.match_history(db, 0, 0)
         assert [(item.id, item.kind, item.pairs) for item in history] == [
             (action_id, "unmatch", [[name, partner]])
         ]
     with open_vis_db(compare_copy, cache, writable=True) as db:
-        with db.matching_write():
-            undone = db.undo_last_action(0, 0)
-        with db.matching_write():
-            again = db.undo_last_action(0, 0)
+        with manual_matches.matching_write(db):
+            undone = manual_matches.undo_last_action(db, 0, 0)
+        with manual_matches.matching_write(db):
+            again = manual_matches.undo_last_action(db, 0, 0)
     assert undone is not None and undone[0].id == action_id and undone[0].undone_at
     assert undone[1] == 1 and again is None
     with open_vis_db(compare_copy, cache) as db:
-        summary = db.summary(NPU, name)
+        summary = summaries.summary(db, NPU, name)
         assert summary is not None and not summary.manual and summary.matched is True
-        assert db.dicts_of(NPU, [order], "input_data") == {order: stored}
-        assert db.graphs()[0] == before
+        assert node_data.dicts_of(db, NPU, [order], "input_data") == {order: stored}
+        assert listing.graphs(db)[0] == before
 
 
 def test_a_matching_write_whose_block_fails_leaves_the_file_as_it_was(
@@ -106,16 +118,16 @@ def test_a_matching_write_whose_block_fails_leaves_the_file_as_it_was(
     cache = tmp_path / "cache"
     with open_vis_db(compare_copy, cache, writable=True) as db:
         name, order, partner = _matched_node(db)
-        with pytest.raises(RuntimeError), db.matching_write():
-            db.record_action(
+        with pytest.raises(RuntimeError), manual_matches.matching_write(db):
+            manual_matches.record_action(db,
                 "unmatch", 0, 0, (name, partner), {},
                 [_unpaired(name, order, {})], [(name, partner)],
             )  # fmt: skip
             raise RuntimeError("the request failed after writing")
     with open_vis_db(compare_copy, cache) as db:
-        summary = db.summary(NPU, name)
+        summary = summaries.summary(db, NPU, name)
         assert summary is not None and summary.matched is True and not summary.manual
-        assert db.match_history(0, 0) == []
+        assert reader_overlay.match_history(db, 0, 0) == []
 
 
 def test_a_file_another_writer_holds_refuses_the_write_naming_it(
@@ -129,7 +141,10 @@ def test_a_file_another_writer_holds_refuses_the_write_naming_it(
     try:
         with open_vis_db(compare_copy, tmp_path / "cache", writable=True) as db:
             held = r"^compare\.vis\.db: another connection held the file"
-            with pytest.raises(WriteRefused, match=held) as refused, db.matching_write():
+            with (
+                pytest.raises(WriteRefused, match=held) as refused,
+                manual_matches.matching_write(db),
+            ):
                 pass
             assert refused.value.busy
     finally:
@@ -141,14 +156,14 @@ def test_the_calls_of_one_module_are_the_names_under_it_only(
     built: BuildFn, tmp_path: Path
 ) -> None:
     with open_vis_db(built("convnet-stats"), tmp_path) as db:
-        every = db.module_names(NPU)
+        every = node_data.module_names(db, NPU)
         names = [name for _order, name in every]
         assert "Module.blocks.0.conv1.Conv2d.forward.0" in names
         prefixes = {name.rsplit(".", cut)[0] for name in names for cut in (1, 2, 3, 4)}
         for prefix in sorted(prefixes):
             expected = sorted(item for item in every if item[1].startswith(prefix + "."))
-            assert sorted(db.module_names(NPU, prefix)) == expected, prefix
-        orders = db.orders_of_names(NPU, [*names[:3], "no.such.node"])
+            assert sorted(node_data.module_names(db, NPU, prefix)) == expected, prefix
+        orders = node_data.orders_of_names(db, NPU, [*names[:3], "no.such.node"])
         assert orders == {name: order for order, name in every[:3]}
 
 

@@ -14,7 +14,7 @@ from fused_models import dump
 
 from graphboard import matching
 from graphboard.build import BuildOptions, run_build
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, open_vis_db, overlay
 from graphboard.suggest import propose
 from graphboard.suggest.apply import local_settings
 from graphboard.suggest.rejections import reject
@@ -84,18 +84,18 @@ def test_apply_is_one_undoable_import_action(
     path = _copy(renamed(2).renamed, tmp_path)
     key = GraphKey("NPU", 0, 0)
     with local_settings(path) as settings, open_vis_db(path, settings.cache_dir) as db:
-        grey_before = int((db.view(key).columns["matched"] == 0).sum())
+        grey_before = int((overlay.graph_view(db, key).columns["matched"] == 0).sum())
     applied = graphboard_command("suggest-matches", path, "--apply")
     assert applied.returncode == 0, applied.stderr
     assert "matched" in applied.stderr.splitlines()[-1]
     with local_settings(path) as settings:
         with open_vis_db(path, settings.cache_dir) as db:
-            assert int((db.view(key).columns["matched"] == 0).sum()) == 0
-            assert [a.kind for a in db.match_history(0, 0)] == ["import"]
-            assert len(db.manual_pairs(0, 0)) == grey_before
+            assert int((overlay.graph_view(db, key).columns["matched"] == 0).sum()) == 0
+            assert [a.kind for a in overlay.match_history(db, 0, 0)] == ["import"]
+            assert len(overlay.manual_pairs(db, 0, 0)) == grey_before
         matching.undo(path, settings, 0, 0)
         with open_vis_db(path, settings.cache_dir) as db:
-            assert int((db.view(key).columns["matched"] == 0).sum()) == grey_before
+            assert int((overlay.graph_view(db, key).columns["matched"] == 0).sum()) == grey_before
     # nothing is proposed for nodes already matched: a second --apply after a first adds none
     graphboard_command("suggest-matches", path, "--apply")
     again = graphboard_command("suggest-matches", path, "--json")

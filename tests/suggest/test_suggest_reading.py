@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from graphboard.store.reader import GraphKey, open_vis_db
+from graphboard.store.reader import GraphKey, node_data, open_vis_db
 from graphboard.suggest.sides import load_side
 from renamed_dumps import RenamedCompare
 
@@ -21,10 +21,10 @@ def test_bulk_parameters_are_the_nodes_own(
             loaded = load_side(db, key)
             grey = [o for o in range(len(loaded)) if loaded.matched[o] != 1]
             assert len(grey) > 2000
-            by_order = db.params_by_order(key, list(range(len(loaded))))
+            by_order = node_data.params_by_order(db, key, list(range(len(loaded))))
             assert len(by_order) == len(loaded)
             for order in range(len(loaded)):
-                one = db.params(key, loaded.names[order])
+                one = node_data.params(db, key, loaded.names[order])
                 assert by_order[order] == one, loaded.names[order]
                 if order in loaded.params:
                     assert loaded.params[order] == one

@@ -12,7 +12,7 @@ from trends_support import GPT_LAYERS, OpenFn
 
 from fixture_cases import BuildFn, reference_db
 from graphboard.compare.metrics import RELATIVE_METRIC_NAMES
-from graphboard.store.reader import GraphKey
+from graphboard.store.reader import GraphKey, node_data, summaries
 from graphboard.trends.heatmap import Axis, HeatmapQuery, HeatmapRefused, heatmap
 from graphboard.trends.modules import Pass
 from graphboard.trends.values import Statistic
@@ -45,7 +45,7 @@ def test_convnet_layers_are_its_top_modules_on_every_step(
             for col, step in enumerate(found.cols):
                 node = found.nodes[row][col]
                 assert node == f"{module}.forward.0"
-                summary = db.summary(GraphKey("NPU", int(step), 1), node)
+                summary = summaries.summary(db, GraphKey("NPU", int(step), 1), node)
                 assert summary is not None
                 assert found.values[row][col] == LEVELS[summary.worst_level or ""]
 
@@ -88,7 +88,7 @@ def test_error_cell_is_the_worst_relative_error_of_the_nodes_outputs(
                 if name is None:
                     assert found.values[row][col] is None
                     continue
-                record = db.node(key, name)
+                record = node_data.node(db, key, name)
                 assert record is not None
                 shown = record.input_data if col == 2 else record.output_data
                 expected = [
@@ -112,7 +112,9 @@ def test_a_module_called_twice_shows_its_worst_call(ddp2_compare: Path, open_db:
         row = found.rows.index("Module.blocks.0.relu.ReLU")
         errors = {}
         for call in (0, 1):
-            record = db.node(GraphKey("NPU", 0, 0), f"Module.blocks.0.relu.ReLU.forward.{call}")
+            record = node_data.node(
+                db, GraphKey("NPU", 0, 0), f"Module.blocks.0.relu.ReLU.forward.{call}"
+            )
             assert record is not None
             errors[call] = max(
                 _percent(str(entry["MaxRelativeErr"])) or 0.0
@@ -134,7 +136,7 @@ def test_raw_values_of_each_side_and_their_difference(ddp2_compare: Path, open_d
         for col, rank in enumerate(target.cols):
             name = target.nodes[row][col]
             assert name == "Module.head.0.Linear.backward.0"
-            record = db.node(GraphKey("NPU", 0, int(rank)), name)
+            record = node_data.node(db, GraphKey("NPU", 0, int(rank)), name)
             assert record is not None
             norms = [
                 float(entry["Norm"]) for entry in record.output_data.values() if "dtype" in entry
@@ -163,7 +165,7 @@ def test_rank_by_step_of_one_module(ddp2_compare: Path, open_db: OpenFn) -> None
             for step in (0, 1):
                 name = found.nodes[rank][step]
                 assert name == f"{module}.parameters_grad.0"
-                record = db.node(GraphKey("NPU", step, rank), name)
+                record = node_data.node(db, GraphKey("NPU", step, rank), name)
                 assert record is not None
                 expected = max(float(entry["Max"]) for entry in record.input_data.values())
                 assert found.values[rank][step] == pytest.approx(expected)

@@ -12,7 +12,6 @@ from trends_support import OpenFn
 
 from fixture_cases import reference_db
 from graphboard.store import param_parse
-from graphboard.store.reader.node_data import NodeData
 from graphboard.trends.heatmap import Axis, Heatmap, HeatmapQuery, heatmap
 from graphboard.trends.modules import Pass
 from graphboard.trends.values import RAW_STATISTICS, Statistic
@@ -58,8 +57,8 @@ def test_a_graphboard_files_trends_are_typed_and_the_same_as_parsed(
         _refuse_parsing(refusing)
         with open_db(ddp2_compare) as db:
             typed = [heatmap(db, query) for query in QUERIES]
-    monkeypatch.setattr(NodeData, "_has_typed_params", lambda self: False)
     with open_db(ddp2_compare) as db:
+        db.typed_params = False  # read as a file without gb_params is
         parsed = [heatmap(db, query) for query in QUERIES]
     assert sum(_same(t, p) for t, p in zip(typed, parsed, strict=True)) > 100
 

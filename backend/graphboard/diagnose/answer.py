@@ -18,7 +18,8 @@ from graphboard.diagnose.ranks import BORN, RECEIVER, RankState, rank_state
 from graphboard.diagnose.reading import graph_ops
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import VisDb, graphs, listing, node_data, tree
+from graphboard.store.rule_columns import MSPROBE
 
 OVERFLOW, NONDETERMINISM, FIRST_ERROR, NONE = "overflow", "nondeterminism", "first_error", "none"
 MODES = ("auto", OVERFLOW, NONDETERMINISM, FIRST_ERROR)
@@ -76,7 +77,7 @@ class Diagnosis:
 
 def _keys(db: VisDb, side: str) -> dict[int, list[GraphKey]]:
     by_step: dict[int, list[GraphKey]] = {}
-    for stats in db.graphs():
+    for stats in listing.graphs(db):
         if stats.side == side:
             by_step.setdefault(stats.step, []).append(GraphKey(side, stats.step, stats.rank))
     return {step: sorted(keys, key=lambda k: k.rank) for step, keys in sorted(by_step.items())}
@@ -86,7 +87,7 @@ def _ranks(db: VisDb, rank: int) -> list[int]:
     """msprobe's ``rank`` for the next dump: the rank, in a multi-rank run; [] (every rank)
     for a single-rank one, since msprobe's dumper dumps nothing in a run without
     torch.distributed when ``rank`` lists any rank."""
-    held = {stats.rank for stats in db.graphs() if stats.side == TARGET_SIDE}
+    held = {stats.rank for stats in listing.graphs(db) if stats.side == TARGET_SIDE}
     return [rank] if len(held) > 1 else []
 
 
@@ -170,7 +171,7 @@ def _runs(db: VisDb, mode: str) -> Diagnosis | None:
     for step, keys in _keys(db, TARGET_SIDE).items():
         for key in keys:
             golden_key = GraphKey(GOLDEN_SIDE, step, key.rank)
-            if not db.has_graph(golden_key):
+            if not graphs.has_graph(db, golden_key):
                 continue
             compared = compare_runs(db, key, golden_key, graph_ops(db, key))
             if not compared.same_configuration and mode != NONDETERMINISM:
@@ -209,13 +210,13 @@ def _runs(db: VisDb, mode: str) -> Diagnosis | None:
     )
 
 
-def _first_error(db: VisDb) -> Diagnosis | None:
+def _first_error(db: VisDb, rules: str) -> Diagnosis | None:
     for keys in _keys(db, TARGET_SIDE).values():
         for key in keys:
-            found = db.first_error(key)
+            found = tree.first_error(db, key, rules)
             if found is None or found.introduced != "error":
                 continue
-            params = db.params(key, found.name) or []
+            params = node_data.params(db, key, found.name) or []
             api = found.node_type != 0
             return Diagnosis(
                 FIRST_ERROR,
@@ -235,13 +236,14 @@ def _first_error(db: VisDb) -> Diagnosis | None:
     return None
 
 
-def diagnose(db: VisDb, mode: str = "auto") -> Diagnosis:
+def diagnose(db: VisDb, mode: str = "auto", rules: str = MSPROBE) -> Diagnosis:
     """The answer for the file (``mode`` picks one kind of question instead of all in turn).
 
     In turn: an overflow; then, for a compare, the first error, and when no node is an error
     and both runs have the same dtypes everywhere, the first op that is not bit-identical (two
     runs of one configuration differ by a few ulps, under any error threshold). An md5
-    compare is read for non-determinism first: its verdicts only say equal or not."""
+    compare is read for non-determinism first: its verdicts only say equal or not. The
+    first error is the one under the rule set ``rules``."""
     if mode in ("auto", OVERFLOW):
         found = overflow(db)
         if found is not None or mode == OVERFLOW:
@@ -251,7 +253,7 @@ def diagnose(db: VisDb, mode: str = "auto") -> Diagnosis:
         if found is not None or mode == NONDETERMINISM:
             return found or Diagnosis(NONDETERMINISM, False, "not a compare of two runs")
     if mode in ("auto", FIRST_ERROR):
-        found = _first_error(db)
+        found = _first_error(db, rules)
         if found is not None or mode == FIRST_ERROR:
             return found or Diagnosis(FIRST_ERROR, False, "no origin found: no node is an error")
     found = _runs(db, mode)

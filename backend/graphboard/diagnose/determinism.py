@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from graphboard.diagnose.origin import Op, ParamEvidence, evidence_of
 from graphboard.dump.records import Param, Role
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import VisDb, node_data, overlay
 
 NONDETERMINISTIC, UNCAPTURED = "nondeterministic", "uncaptured_input"
 
@@ -72,11 +72,11 @@ def compare_runs(
     db: VisDb, target_key: GraphKey, golden_key: GraphKey, ops: list[Op]
 ) -> RunsCompared:
     """The first difference between the target run's ops and their twins in the golden run."""
-    view = db.view(target_key)
+    view = overlay.graph_view(db, target_key)
     counterpart = view.columns["counterpart"]
-    golden_view = db.view(golden_key)
+    golden_view = overlay.graph_view(db, golden_key)
     twins = {op.order: int(counterpart[op.order]) for op in ops}
-    golden_params = db.params_by_order(golden_key, [o for o in twins.values() if o >= 0])
+    golden_params = node_data.params_by_order(db, golden_key, [o for o in twins.values() if o >= 0])
     same_configuration = True
     unpaired = 0
     difference: Difference | None = None

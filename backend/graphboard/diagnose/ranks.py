@@ -15,7 +15,8 @@ from graphboard.diagnose.origin import OUTPUT, Op, Origin, find_origin
 from graphboard.dump.records import Role
 from graphboard.overflow import expected_anomaly
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import VisDb, node_data
+from graphboard.store.reader import peers as reader_peers
 
 BORN, RECEIVER, CLEAN = "born", "receiver", "clean"
 
@@ -68,7 +69,7 @@ def rank_state(db: VisDb, key: GraphKey, ops: list[Op]) -> RankState:
 
 
 def _peer_states(db: VisDb, key: GraphKey, name: str) -> list[PeerState]:
-    links = db.peers(key, name)
+    links = reader_peers.peer_links(db, key, name)
     if links is None:
         return []
     found: list[PeerState] = []
@@ -76,7 +77,7 @@ def _peer_states(db: VisDb, key: GraphKey, name: str) -> list[PeerState]:
         if peer.name is None or peer.node is None:
             found.append(PeerState(peer.rank, peer.name, None))
             continue
-        params = db.params(GraphKey(key.side, key.step, peer.rank), peer.name) or []
+        params = node_data.params(db, GraphKey(key.side, key.step, peer.rank), peer.name) or []
         op = Op(peer.name, params)
         found.append(PeerState(peer.rank, peer.name, _bad_inputs(op)))
     return sorted(found, key=lambda peer: peer.rank)

@@ -9,16 +9,16 @@ from graphboard.diagnose.origin import Op
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import ROOT_NAME, NodeType, node_type_of
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import VisDb, node_data, overlay
 
 
 def graph_ops(db: VisDb, key: GraphKey) -> list[Op]:
     """Every node with a record that holds no node with a record (the ops: APIs, or leaf
     modules of a module-level dump), in execution order, with the parameters of the nearest
     module above it that has any (the weights it may have been handed)."""
-    view = db.view(key)
+    view = overlay.graph_view(db, key)
     count = len(view)
-    params = db.params_by_order(key, range(count))
+    params = node_data.params_by_order(db, key, range(count))
     parent = view.columns["parent"]
     names = view.names
     has_children: set[int] = set()

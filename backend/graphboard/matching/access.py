@@ -12,7 +12,7 @@ from typing import Protocol
 
 from graphboard.refusals import Conflict, Forbidden, UnreadableFile
 from graphboard.store.integrity import damage_unless_known, written_sound
-from graphboard.store.reader import VisDb, WriteRefused, open_vis_db
+from graphboard.store.reader import VisDb, WriteRefused, manual_matches, open_vis_db
 
 
 class MatchingSettings(Protocol):
@@ -75,7 +75,7 @@ def writing(path: Path, settings: MatchingSettings) -> Iterator[VisDb]:
                 code="damaged_file",
             )
         try:
-            with db.matching_write():
+            with manual_matches.matching_write(db):
                 yield db
         except WriteRefused as error:  # at its start, or a commit readers held off
             if error.busy:

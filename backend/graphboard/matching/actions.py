@@ -12,7 +12,7 @@ from graphboard.matching.outcome import MatchFailure, Outcome, Skipped
 from graphboard.matching.planner import Planner
 from graphboard.refusals import Conflict
 from graphboard.store import matches
-from graphboard.store.reader import VisDb
+from graphboard.store.reader import VisDb, manual_matches
 
 
 def _record(
@@ -23,7 +23,8 @@ def _record(
     options: dict[str, Any],
     outcome: Outcome,
 ) -> int:
-    return db.record_action(
+    return manual_matches.record_action(
+        db,
         kind,
         planner.step,
         planner.rank,
@@ -97,7 +98,7 @@ def undo(
 ) -> tuple[matches.Action, int]:
     """Undo the latest action of a (step, rank): its nodes get back their previous state."""
     with writing(path, settings) as db:
-        undone = db.undo_last_action(step, rank)
+        undone = manual_matches.undo_last_action(db, step, rank)
         if undone is None:
             raise Conflict(f"nothing to undo for step {step}, rank {rank}", code="nothing_to_undo")
     return undone

@@ -13,7 +13,7 @@ from graphboard.graph.names import swap_direction
 from graphboard.matching.outcome import MatchFailure, Outcome, Skipped
 from graphboard.matching.scoring import PairScorer
 from graphboard.refusals import NotFound
-from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb, graphs, summaries, tree
 
 _MODULE = re.compile(
     r"^(?:Module|Cell)\.(.+)\.([^.]+)\.(forward|backward|parameters_grad)(?:\.\d+)?$"
@@ -53,7 +53,7 @@ class Planner:
             GraphKey(GOLDEN_SIDE, step, rank),
         )
         for key in (self.target_key, self.golden_key):
-            if not db.has_graph(key):
+            if not graphs.has_graph(db, key):
                 raise NotFound(
                     f"the file has no {key.side} graph for step {step}, rank {rank}",
                     code="unknown_graph_part",
@@ -62,7 +62,7 @@ class Planner:
         self.claimed: set[tuple[str, str]] = set()  # (side, name) (un)paired by this action
 
     def _summary(self, key: GraphKey, name: str) -> NodeSummary:
-        found = self.db.summary(key, name)
+        found = summaries.summary(self.db, key, name)
         if found is None:
             side = "target" if key.side == TARGET_SIDE else "golden"
             raise MatchFailure(
@@ -81,8 +81,8 @@ class Planner:
         target_twin, golden_twin = swap_direction(target), swap_direction(golden)
         if target_twin is None or golden_twin is None:
             return None
-        have_target = self.db.summary(self.target_key, target_twin) is not None
-        have_golden = self.db.summary(self.golden_key, golden_twin) is not None
+        have_target = summaries.summary(self.db, self.target_key, target_twin) is not None
+        have_golden = summaries.summary(self.db, self.golden_key, golden_twin) is not None
         if not (have_target or have_golden):
             return None
         if have_target != have_golden:
@@ -147,11 +147,11 @@ class Planner:
     def _child_pairs(self, t: NodeSummary, g: NodeSummary) -> list[Pair]:
         """Unmatched children of a new pair, paired by (short name, type) in call order."""
         waiting: dict[tuple[str, int], deque[NodeSummary]] = defaultdict(deque)
-        for child in self.db.children(self.golden_key, g.name).items:
+        for child in tree.children(self.db, self.golden_key, g.name).items:
             if not child.matched and (GOLDEN_SIDE, child.name) not in self.claimed:
                 waiting[(short_name(child.name, child.node_type), child.node_type)].append(child)
         pairs = []
-        for child in self.db.children(self.target_key, t.name).items:
+        for child in tree.children(self.db, self.target_key, t.name).items:
             if child.matched or (TARGET_SIDE, child.name) in self.claimed:
                 continue
             queue = waiting.get((short_name(child.name, child.node_type), child.node_type))
@@ -188,10 +188,10 @@ class Planner:
         found: list[Pair] = []
         todo = deque([top.name])
         while todo:
-            for child in self.db.children(self.target_key, todo.popleft()).items:
+            for child in tree.children(self.db, self.target_key, todo.popleft()).items:
                 todo.append(child.name)
                 if child.matched and child.counterpart:
-                    golden = self.db.summary(self.golden_key, child.counterpart)
+                    golden = summaries.summary(self.db, self.golden_key, child.counterpart)
                     if golden is not None and golden.counterpart == child.name:
                         found.append((child, golden))
         return found

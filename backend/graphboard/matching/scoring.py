@@ -15,7 +15,7 @@ from graphboard.matching.outcome import MatchFailure, ScoredPair
 from graphboard.store.display import node_display
 from graphboard.store.matches import OverlayRow
 from graphboard.store.param_parse import split_fields
-from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb, node_data, tree
 
 
 def _node_type(value: int) -> NodeType:
@@ -96,11 +96,11 @@ class PairScorer:
         self.rows: list[OverlayRow] = []
 
     def score(self, t: NodeSummary, g: NodeSummary) -> ScoredPair:
-        stored_t = self.db.stored_data(self.target_key, t.name)
-        stored_g = self.db.stored_data(self.golden_key, g.name)
+        stored_t = node_data.stored_data(self.db, self.target_key, t.name)
+        stored_g = node_data.stored_data(self.db, self.golden_key, g.name)
         assert stored_t is not None and stored_g is not None
-        target_params = self.db.params(self.target_key, t.name) or []
-        golden_params = self.db.params(self.golden_key, g.name) or []
+        target_params = node_data.params(self.db, self.target_key, t.name) or []
+        golden_params = node_data.params(self.db, self.golden_key, g.name) or []
         target_dir = golden_dir = ""
         if self.mode is DataMode.TENSOR:
             target_dir = tensor_dir(
@@ -123,7 +123,7 @@ class PairScorer:
         precision = comparison.precision_index if comparison is not None else None
         level = None if comparison is None or comparison.level is None else int(comparison.level)
         if node_type is NodeType.API_COLLECTION:  # as the builder: its children's worst index
-            children = self.db.children(self.target_key, t.name).items
+            children = tree.children(self.db, self.target_key, t.name).items
             precision = max((child.precision_index or 0.0 for child in children), default=0.0)
             found = level_of_precision(precision)
             level = None if found is None else int(found)
@@ -145,7 +145,7 @@ class PairScorer:
         return ScoredPair(t.name, g.name, precision, level)
 
     def unpair(self, t: NodeSummary, g: NodeSummary) -> ScoredPair:
-        stored = self.db.stored_data(self.target_key, t.name)
+        stored = node_data.stored_data(self.db, self.target_key, t.name)
         assert stored is not None
         self.rows.append(
             _overlay_row(

@@ -16,7 +16,7 @@ from graphboard.server.errors import InvalidParameters, NotFound, UnreadableFile
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
 from graphboard.server.schemas import Index, Side
 from graphboard.server.settings import Settings
-from graphboard.store.reader import GraphKey, VisDb, open_vis_db
+from graphboard.store.reader import GraphKey, VisDb, graphs, open_vis_db
 
 
 def get_settings(request: Request) -> Settings:
@@ -92,7 +92,7 @@ GraphKeyDep = Annotated[GraphKey, Depends(graph_key)]
 
 
 def existing_graph(db: GraphDb, key: GraphKeyDep) -> GraphKey:
-    if not db.has_graph(key):
+    if not graphs.has_graph(db, key):
         config = db.config()
         raise NotFound(
             f"the file has no {key.side} graph for step {key.step}, rank {key.rank} "

@@ -8,32 +8,37 @@ from graphboard.compare.dtype_explain import explain_node
 from graphboard.compare.dtype_graph import forward_twin
 from graphboard.graph.model import GOLDEN_SIDE
 from graphboard.server.jobs import schemas
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, VisDb, graphs, node_data, summaries
 from graphboard.store.reference_table import reference_noise
 
 
 def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
     """None when the node is unknown, unmatched or has nothing to judge."""
     mode = db.config().mode
-    summary = db.summary(key, name)
+    summary = summaries.summary(db, key, name)
     golden_key = GraphKey(GOLDEN_SIDE, key.step, key.rank)
-    if mode is None or summary is None or not summary.counterpart or not db.has_graph(golden_key):
+    if (
+        mode is None
+        or summary is None
+        or not summary.counterpart
+        or not graphs.has_graph(db, golden_key)
+    ):
         return None
     twin = None
     twin_reference = None
     twin_name = forward_twin(name)
-    twin_summary = db.summary(key, twin_name) if twin_name is not None else None
+    twin_summary = summaries.summary(db, key, twin_name) if twin_name is not None else None
     if twin_name is not None and twin_summary is not None and twin_summary.counterpart:
         twin = (
             twin_name,
-            db.params(key, twin_name) or [],
-            db.params(golden_key, twin_summary.counterpart) or [],
+            node_data.params(db, key, twin_name) or [],
+            node_data.params(db, golden_key, twin_summary.counterpart) or [],
         )
         twin_reference = reference_noise(db.conn, key.graph_id, twin_name)
     return explain_node(
         name,
-        db.params(key, name) or [],
-        db.params(golden_key, summary.counterpart) or [],
+        node_data.params(db, key, name) or [],
+        node_data.params(db, golden_key, summary.counterpart) or [],
         mode,
         twin,
         reference_noise(db.conn, key.graph_id, name),

@@ -2,19 +2,18 @@
 
 ``msprobe`` (the default) is what tb_nodes' precision_index holds, as tb_graph_ascend shows
 it; ``dtype-aware`` is graphboard's second rule set (compare/dtype_aware.py), stored beside it
-at build time, so switching needs no rebuild.
+at build time, so switching needs no rebuild. A route takes it as a query parameter and hands
+it to each read that answers with verdicts; it is never set on the reader.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import Depends, Query
-
-from graphboard.server.deps import GraphDb
-from graphboard.store.reader import VisDb
+from fastapi import Query
 
 RuleSet = Literal["msprobe", "dtype-aware"]
+DEFAULT_RULES: RuleSet = "msprobe"
 RulesQuery = Annotated[
     RuleSet,
     Query(
@@ -23,12 +22,3 @@ RulesQuery = Annotated[
         "dtypes and inputs explain)"
     ),
 ]
-
-
-def ruled_db(db: GraphDb, rules: RulesQuery = "msprobe") -> VisDb:
-    """The request's reader, answering under ``rules``."""
-    db.use_rules(rules)
-    return db
-
-
-RuledDb = Annotated[VisDb, Depends(ruled_db)]

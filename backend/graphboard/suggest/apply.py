@@ -16,7 +16,8 @@ from graphboard.errors import GraphboardError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.matching.access import FileSettings, MatchingSettings
 from graphboard.refusals import Refusal
-from graphboard.store.reader import GraphKey, VisDb, open_vis_db
+from graphboard.store.reader import GraphKey, VisDb, open_vis_db, overlay
+from graphboard.store.reader import graphs as reader_graphs
 from graphboard.suggest.proposals import propose
 from graphboard.suggest.rejections import rejected
 from graphboard.suggest.results import Fused, Proposals, Suggestion
@@ -25,7 +26,7 @@ from graphboard.suggest.results import Fused, Proposals, Suggestion
 def graph_parts(db: VisDb) -> list[tuple[int, int]]:
     """(step, rank) of every graph with both sides, in order."""
     sides: dict[tuple[int, int], set[str]] = {}
-    for graph in db.stored_graphs():
+    for graph in reader_graphs.stored_graphs(db):
         sides.setdefault((graph.step, graph.rank), set()).add(graph.side)
     return [part for part, found in sorted(sides.items()) if {TARGET_SIDE, GOLDEN_SIDE} <= found]
 
@@ -63,7 +64,7 @@ def grey_counts(db: VisDb, step: int | None = None, rank: int | None = None) -> 
     for s, r in graph_parts(db):
         if (step is None or s == step) and (rank is None or r == rank):
             for side in counts:
-                matched = db.view(GraphKey(side, s, r)).columns["matched"]
+                matched = overlay.graph_view(db, GraphKey(side, s, r)).columns["matched"]
                 counts[side] += int((np.asarray(matched) != 1).sum())
     return counts[TARGET_SIDE], counts[GOLDEN_SIDE]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, VisDb, node_data
 from graphboard.suggest.candidates import align, fused_runs
 from graphboard.suggest.features import Features, features
 from graphboard.suggest.levels import one_level_apart
@@ -275,7 +275,7 @@ def propose(
 def _keep(db: VisDb, target: Side, under: str | None) -> Callable[[int], bool]:
     if under is None:
         return lambda order: True
-    top = db.orders_of_names(target.key, [under]).get(under, -2)
+    top = node_data.orders_of_names(db, target.key, [under]).get(under, -2)
     return lambda order: _under(target, order, top)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.matching.access import MatchingSettings, writing
 from graphboard.refusals import NotFound
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, VisDb, graphs, node_data
 from graphboard.store.reader.opening import table_names
 
 TABLE = "gb_suggest_rejections"
@@ -37,12 +37,12 @@ def check_rejection(db: VisDb, step: int, rank: int, target: str, golden: str) -
     6 to 40 MB)."""
     for side, name in ((TARGET_SIDE, target), (GOLDEN_SIDE, golden)):
         key = GraphKey(side, step, rank)
-        if not db.has_graph(key):
+        if not graphs.has_graph(db, key):
             raise NotFound(
                 f"the file has no compare graph for step {step}, rank {rank}",
                 code="unknown_graph_part",
             )
-        if not db.orders_of_names(key, [name]):
+        if not node_data.orders_of_names(db, key, [name]):
             what = "target (NPU)" if side == TARGET_SIDE else "golden (Bench)"
             raise NotFound(f"no {what} node named {name!r}", code="unknown_node")
 

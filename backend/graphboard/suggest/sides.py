@@ -12,7 +12,7 @@ import numpy.typing as npt
 from graphboard.dump.records import Param
 from graphboard.graph.model import API_COLLECTION_PREFIX, NodeType
 from graphboard.store.arrays import NameTable
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, VisDb, node_data, overlay
 
 
 @dataclass(slots=True)
@@ -35,13 +35,13 @@ class Side:
 def load_side(db: VisDb, key: GraphKey) -> Side:
     """The side's columns with users' matches applied (the reader's view), each node's type
     and the parameters of every unmatched node (one bulk read)."""
-    view = db.view(key)
+    view = overlay.graph_view(db, key)
     columns = view.columns
     names = view.names
     if isinstance(names, NameTable):  # read by index over and over: one list, not a blob
         names = names.as_list()
     count = len(view)
-    modules = {order for order, _name in db.module_names(key)}
+    modules = {order for order, _name in node_data.module_names(db, key)}
     node_type = [
         int(NodeType.MODULE)
         if order in modules
@@ -72,6 +72,6 @@ def load_side(db: VisDb, key: GraphKey) -> Side:
         counterpart=np.asarray(columns["counterpart"], dtype=np.int32),
         children=children,
         descendants=descendants,
-        params=db.params_by_order(key, unmatched) if unmatched else {},
+        params=node_data.params_by_order(db, key, unmatched) if unmatched else {},
         roots=roots,
     )

@@ -1,7 +1,7 @@
 """One graph's compare table: a row per target parameter, as msprobe ``compare`` lists them.
 
 The rows come from what the build stored, read in one pass: the target graph's nodes and
-their golden counterparts by one query a side (``VisDb.stored_nodes``), each pair's
+their golden counterparts by one query a side (``node_data.stored_nodes``), each pair's
 parameters paired as the node view pairs them (``store.param_pairs``). Values are the
 stored display strings; a value the file does not hold is msprobe's ``N/A``.
 """
@@ -21,7 +21,7 @@ from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, VisDb, graphs, node_data, overlay
 from graphboard.table import columns as col
 
 NA = "N/A"  # msprobe's cell for a value it does not have
@@ -185,17 +185,17 @@ def build_table(
     the budget is crossed, never after the whole table was made)."""
     mode = _mode_of(db)
     target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
-    if not db.has_graph(target_key):
+    if not graphs.has_graph(db, target_key):
         config = db.config()
         raise TableError(
             f"{db.path.name}: no graph for step {step}, rank {rank} "
             f"(steps {config.steps}, ranks {config.ranks})"
         )
-    view = db.view(target_key)
+    view = overlay.graph_view(db, target_key)
     counterpart, introduced = view.columns["counterpart"], view.columns["introduced"]
-    has_golden = db.has_graph(golden_key)
+    has_golden = graphs.has_graph(db, golden_key)
     table = CompareTable(mode, col.table_columns(mode), [], [])
-    target_nodes = db.iter_stored_nodes(target_key, stacks=True)
+    target_nodes = node_data.iter_stored_nodes(db, target_key, stacks=True)
     count = 0
     # A batch of target nodes at a time, with its golden counterparts read by their orders:
     # neither side's nodes are ever all in memory (a 300k-record compare's two sides held
@@ -203,7 +203,7 @@ def build_table(
     while batch := list(islice(target_nodes, _BATCH)):
         wanted = [int(counterpart[node.node_order]) for node in batch]
         golden_nodes = (
-            db.stored_nodes_at(golden_key, [order for order in wanted if order >= 0])
+            node_data.stored_nodes_at(db, golden_key, [order for order in wanted if order >= 0])
             if has_golden
             else {}
         )

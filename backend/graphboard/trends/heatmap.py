@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from graphboard.dump.records import Param
-from graphboard.store.reader import FileConfig, GraphKey, VisDb
+from graphboard.store.reader import FileConfig, GraphKey, VisDb, node_data, overlay
+from graphboard.store.reader import graphs as reader_graphs
 from graphboard.trends import stored
 from graphboard.trends.modules import (
     ModuleNode,
@@ -113,7 +114,7 @@ def heatmap(db: VisDb, query: HeatmapQuery) -> Heatmap:
     found = {
         graph: stored.module_nodes(db, GraphKey(TARGET_OF[query.side], *graph))
         for graph in graphs
-        if db.has_graph(GraphKey(TARGET_OF[query.side], *graph))
+        if reader_graphs.has_graph(db, GraphKey(TARGET_OF[query.side], *graph))
     }
     first = next(iter(found.values()), [])
     depths = module_depths(first)
@@ -168,7 +169,7 @@ def _rank_by_step(db: VisDb, query: HeatmapQuery, config: FileConfig) -> Heatmap
             key = GraphKey(TARGET_OF[query.side], step, rank)
             calls = (
                 [n for n in stored.calls_of(db, key, query.module) if n.pass_ is pass_]
-                if db.has_graph(key)
+                if reader_graphs.has_graph(db, key)
                 else []
             )
             seen = seen or bool(calls)
@@ -201,7 +202,7 @@ def _cells(
     """(value, node name) of each cell of one graph: ``wanted`` holds each cell's calls."""
     key = GraphKey(TARGET_OF[query.side], *graph)
     if query.statistic is Statistic.LEVEL:
-        worst = db.view(key).columns["worst_level"]
+        worst = overlay.graph_view(db, key).columns["worst_level"]
         return [_worst(calls, [int(worst[node.order]) for node in calls]) for calls in wanted]
     if query.statistic is Statistic.ERROR:
         read = _read(db, key, [node for calls in wanted for node in calls])
@@ -217,9 +218,9 @@ def _cells(
     if query.side != DIFFERENCE:
         return cells
     golden = GraphKey(GOLDEN, *graph)
-    if not db.has_graph(golden):
+    if not reader_graphs.has_graph(db, golden):
         return [(None, name) for _value, name in cells]
-    orders = db.orders_of_names(golden, [node.name for node in firsts])
+    orders = node_data.orders_of_names(db, golden, [node.name for node in firsts])
     counterparts = [
         replace(node, order=orders[node.name]) for node in firsts if node.name in orders
     ]
@@ -240,13 +241,13 @@ def _read(db: VisDb, key: GraphKey, nodes: Sequence[ModuleNode]) -> dict[int, di
     found: dict[int, dict[str, object]] = {}
     for pass_ in {node.pass_ for node in nodes}:
         orders = [node.order for node in nodes if node.pass_ is pass_]
-        found.update(db.dicts_of(key, orders, results_column(pass_)))
+        found.update(node_data.dicts_of(db, key, orders, results_column(pass_)))
     return found
 
 
 def _results(db: VisDb, key: GraphKey, nodes: Sequence[ModuleNode]) -> dict[int, list[Param]]:
     """Each node's result tensors (outputs, or a parameters_grad node's gradients)."""
-    params = db.params_by_order(key, [node.order for node in nodes])
+    params = node_data.params_by_order(db, key, [node.order for node in nodes])
     return {node.order: result_tensors(params.get(node.order, []), node.pass_) for node in nodes}
 
 

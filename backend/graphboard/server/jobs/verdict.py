@@ -17,7 +17,17 @@ from graphboard.server import present
 from graphboard.server.jobs import schemas
 from graphboard.server.rule_explain import rule_worst_metric
 from graphboard.server.schemas import LevelName
-from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+from graphboard.store.reader import (
+    GraphKey,
+    NodeSummary,
+    VisDb,
+    graphs,
+    listing,
+    node_data,
+    search,
+    tree,
+)
+from graphboard.store.reader.rules import rule_counts
 
 TARGET, GOLDEN = TARGET_SIDE, GOLDEN_SIDE
 OVERFLOWS = ("medium", "high", "critical")
@@ -73,13 +83,13 @@ def _largest_metric(comparison: dict[str, Any]) -> tuple[tuple[int, float], str,
 def worst_metric(db: VisDb, key: GraphKey, summary: NodeSummary) -> schemas.WorstMetricOut | None:
     """The node's worst parameter row: the most severe result first (an error row may have
     no numeric metric at all, e.g. differing scalar arguments), then the largest metric."""
-    target = db.node(key, summary.name)
+    target = node_data.node(db, key, summary.name)
     if target is None:
         return None
     golden_key = GraphKey(GOLDEN, key.step, key.rank)
     golden = None
-    if summary.counterpart and db.has_graph(golden_key):
-        golden = db.node(golden_key, summary.counterpart)
+    if summary.counterpart and graphs.has_graph(db, golden_key):
+        golden = node_data.node(db, golden_key, summary.counterpart)
     best: tuple[tuple[int, int, float], schemas.WorstMetricOut] | None = None
     for row in present.paired_rows(target, golden):
         largest = _largest_metric(row.comparison)
@@ -104,11 +114,14 @@ def worst_metric(db: VisDb, key: GraphKey, summary: NodeSummary) -> schemas.Wors
     return best[1] if best is not None else None
 
 
-def _first_error(db: VisDb, keys: list[GraphKey]) -> tuple[GraphKey, NodeSummary] | None:
-    """The first (step, rank) whose graph introduces an error; failing that, a warning."""
+def _first_error(
+    db: VisDb, keys: list[GraphKey], rules: str
+) -> tuple[GraphKey, NodeSummary] | None:
+    """The first (step, rank) whose graph introduces an error under ``rules``; failing that,
+    a warning."""
     found: list[tuple[GraphKey, NodeSummary]] = []
     for key in keys:
-        summary = db.first_error(key)
+        summary = tree.first_error(db, key, rules)
         if summary is not None:
             if summary.introduced == "error":
                 return key, summary
@@ -120,13 +133,13 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
     asked = " ".join(
         f"{name} {value}" for name, value in (("step", step), ("rank", rank)) if value is not None
     )
-    held = sorted((stats.step, stats.rank) for stats in db.graphs() if stats.side == TARGET)
+    held = sorted((stats.step, stats.rank) for stats in listing.graphs(db) if stats.side == TARGET)
     shown = ", ".join(f"step {s} rank {r}" for s, r in held) or "none"
     return f"{db.path.name}: no target graph at {asked or 'any step'}; the file holds {shown}"
 
 
-def _diagnosis(db: VisDb) -> schemas.DiagnosisOut:
-    found = diagnose(db)
+def _diagnosis(db: VisDb, rules: str) -> schemas.DiagnosisOut:
+    found = diagnose(db, rules=rules)
     return schemas.DiagnosisOut(
         kind=found.kind,
         found=found.found,
@@ -154,11 +167,10 @@ def verdict(
     when none is there (or the file holds no verdicts of that rule set). The diagnosis reads
     every target graph's nodes (about 1 s at 27k records): ``diagnose_without_overflow=False``
     (graph_build's summary) runs it only where the target overflows."""
-    db.use_rules(rules)
     config = db.config()
     targets = [
         stats
-        for stats in db.graphs()
+        for stats in listing.graphs(db, rules)
         if stats.side == TARGET
         and (step is None or stats.step == step)
         and (rank is None or stats.rank == rank)
@@ -169,10 +181,10 @@ def verdict(
     keys = [GraphKey(TARGET, stats.step, stats.rank) for stats in targets]
     overflow = dict.fromkeys(OVERFLOWS, 0)
     for key in keys:
-        counted = db.filter(key, overflows=list(OVERFLOWS), limit=1).counts
+        counted = search.filter_by(db, key, overflows=list(OVERFLOWS), limit=1, rules=rules).counts
         for name in OVERFLOWS:
             overflow[name] += counted.get(name, 0)
-    first = _first_error(db, keys)
+    first = _first_error(db, keys, rules)
     first_out = None
     url = viewer_url(graph)
     if first is not None:
@@ -207,7 +219,7 @@ def verdict(
         overflow=schemas.OverflowOut(**overflow),
         first_error=first_out,
         url=url,
-        diagnosis=_diagnosis(db)
+        diagnosis=_diagnosis(db, rules)
         if not restricted and (diagnose_without_overflow or any(overflow.values()))
         else None,
     )
@@ -217,5 +229,5 @@ def verdict(
         **found.model_dump(exclude={"url"}),
         url=f"{url}&{urlencode({'rules': rules})}",
         rules=rules,
-        not_judged=sum(db.rule_counts(key)["not judged"] for key in keys),
+        not_judged=sum(rule_counts(db, key, rules)["not judged"] for key in keys),
     )

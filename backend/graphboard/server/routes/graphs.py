@@ -16,7 +16,7 @@ from graphboard.server.catalog import known_graphs
 from graphboard.server.deps import CatalogSession, GraphFilePath, GraphId, SettingsDep
 from graphboard.server.paths import GraphFile, discover
 from graphboard.server.settings import Settings
-from graphboard.store.reader import open_vis_db
+from graphboard.store.reader import listing, open_vis_db
 
 router = APIRouter(prefix="/api/graphs", tags=["graphs"])
 
@@ -47,7 +47,7 @@ def describe(found: GraphFile, settings: Settings) -> schemas.GraphFileOut:
     try:
         with open_vis_db(found.path, settings.cache_dir) as db:
             config = db.config()
-            graphs = db.graphs()
+            graphs = listing.graphs(db)
             entry.source = db.source.value
     except GraphboardError as error:
         entry.error = str(error)

@@ -14,7 +14,7 @@ from graphboard.server import schemas
 from graphboard.server.deps import GraphDb, GraphFilePath, NodeName, Rank, SettingsDep, Step
 from graphboard.server.downloads import attachment
 from graphboard.server.errors import InvalidParameters
-from graphboard.store.reader import FileConfig
+from graphboard.store.reader import FileConfig, overlay
 
 router = APIRouter(prefix="/api/graphs", tags=["matches"], responses=schemas.MATCH_ERRORS)
 
@@ -99,7 +99,7 @@ def manual_pairs(db: GraphDb, step: Step, rank: Rank) -> schemas.ManualPairsOut:
                 precision_index=pair.precision_index,
                 level=pair.level,  # type: ignore[arg-type]
             )
-            for pair in db.manual_pairs(step, rank)
+            for pair in overlay.manual_pairs(db, step, rank)
         ]
     )
 
@@ -111,7 +111,7 @@ def history(db: GraphDb, step: Step, rank: Rank) -> schemas.HistoryOut:
     return schemas.HistoryOut(
         actions=[
             schemas.ActionOut.model_validate(action, from_attributes=True)
-            for action in db.match_history(step, rank)
+            for action in overlay.match_history(db, step, rank)
         ]
     )
 
@@ -140,7 +140,7 @@ def undo(path: GraphFilePath, settings: SettingsDep, step: Step, rank: Rank) -> 
 )
 def export_config(db: GraphDb, path: GraphFilePath, step: Step, rank: Rank) -> JSONResponse:
     """``{target name: golden name}`` of the pairs users made, as tb_graph_ascend saves them."""
-    pairs = {pair.target: pair.golden for pair in db.manual_pairs(step, rank)}
+    pairs = {pair.target: pair.golden for pair in overlay.manual_pairs(db, step, rank)}
     stem = path.name.removesuffix(".vis.db")
     return JSONResponse(
         pairs,

@@ -11,16 +11,17 @@ from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, Pag
 from graphboard.server.errors import NotFound
 from graphboard.server.param_stats import rank_stats_by_name, stats_by_name
 from graphboard.server.reference_rows import attach_reference
-from graphboard.server.rules import RuledDb
-from graphboard.store.reader import GraphKey, NodeSummary, VisDb
+from graphboard.server.rules import DEFAULT_RULES, RulesQuery
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb, graphs, node_data, summaries, tree
+from graphboard.store.reader.peers import peer_links
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
 
 OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
 
 
-def require_node(db: VisDb, key: GraphKey, name: str) -> NodeSummary:
-    found = db.summary(key, name)
+def require_node(db: VisDb, key: GraphKey, name: str, rules: str = DEFAULT_RULES) -> NodeSummary:
+    found = summaries.summary(db, key, name, rules)
     if found is None:
         raise NotFound(
             f"no {key.side} node {name!r} in step {key.step}, rank {key.rank}", code="unknown_node"
@@ -32,7 +33,7 @@ def require_node(db: VisDb, key: GraphKey, name: str) -> NodeSummary:
     "/{graph:path}/children", response_model=schemas.ChildrenPage, summary="A page of children"
 )
 def children(
-    db: RuledDb,
+    db: GraphDb,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,
@@ -42,21 +43,24 @@ def children(
     micro_step: Annotated[
         schemas.Index | None, Query(description="only the root's children in this micro step")
     ] = None,
+    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.ChildrenPage:
     """The parent's children in execution (sibling) order, one page at a time: pass
     ``next_cursor`` back as ``cursor``. Without ``parent``, the root and its children."""
     if parent is None:
-        top = db.root(key)
+        top = tree.root(db, key, rules)
         if top is None:
             raise NotFound("the graph has no root node", code="unknown_node")
     else:
-        top = require_node(db, key, parent)
-    page = db.children(
+        top = require_node(db, key, parent, rules)
+    page = tree.children(
+        db,
         key,
         top.name,
         after=cursor,
         limit=limit,
         micro_step=micro_step if top.parent is None else None,
+        rules=rules,
     )
     config = db.config()
     return schemas.ChildrenPage(
@@ -72,20 +76,20 @@ def children(
 def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailOut:
     """The node and its counterpart: paired input/output rows (by name) with every stored
     statistic, metric, result and message; stacks, merge info and cross-rank links."""
-    record = db.node(key, name)
+    record = node_data.node(db, key, name)
     if record is None:
         require_node(db, key, name)
         raise AssertionError("unreachable")
     other_key = GraphKey(OTHER_SIDE.get(key.side, "Bench"), key.step, key.rank)
     counterpart = None
-    if record.summary.counterpart and db.has_graph(other_key):
-        counterpart = db.node(other_key, record.summary.counterpart)
+    if record.summary.counterpart and graphs.has_graph(db, other_key):
+        counterpart = node_data.node(db, other_key, record.summary.counterpart)
     target, golden = (record, counterpart) if key.side == "NPU" else (counterpart, record)
     config = db.config()
     rows = present.paired_rows(target, golden)
     stats = {
         side: stats_by_name(
-            found.name, db.params(GraphKey(side, key.step, key.rank), found.name) or []
+            found.name, node_data.params(db, GraphKey(side, key.step, key.rank), found.name) or []
         )
         for side, found in (("NPU", target), ("Bench", golden))
         if found is not None
@@ -93,7 +97,7 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
     ranks = {
         side: rank_stats_by_name(
             found.name,
-            db.rank_stats(GraphKey(side, key.step, key.rank), found.summary.node_order),
+            node_data.rank_stats(db, GraphKey(side, key.step, key.rank), found.summary.node_order),
         )
         for side, found in (("NPU", target), ("Bench", golden))
         if found is not None
@@ -113,23 +117,27 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
 
 
 @router.get("/{graph:path}/path", response_model=schemas.PathOut, summary="A node's ancestors")
-def path(db: RuledDb, key: ExistingGraph, name: NodeName) -> schemas.PathOut:
+def path(
+    db: GraphDb, key: ExistingGraph, name: NodeName, rules: RulesQuery = DEFAULT_RULES
+) -> schemas.PathOut:
     """Root first, down to the node's parent: what to expand to reveal the node."""
-    summary = require_node(db, key, name)
+    summary = require_node(db, key, name, rules)
     config = db.config()
     return schemas.PathOut(
         node=present.node_out(summary, key.side, config),
-        ancestors=present.nodes_out(db.ancestors(key, name) or [], key.side, config),
+        ancestors=present.nodes_out(tree.ancestors(db, key, name, rules) or [], key.side, config),
     )
 
 
-def _located(db: VisDb, key: GraphKey, found: NodeSummary | None) -> schemas.LocatedOut:
+def _located(db: VisDb, key: GraphKey, found: NodeSummary | None, rules: str) -> schemas.LocatedOut:
     config = db.config()
     if found is None:
         return schemas.LocatedOut(node=None, ancestors=[])
     return schemas.LocatedOut(
         node=present.node_out(found, key.side, config),
-        ancestors=present.nodes_out(db.ancestors(key, found.name) or [], key.side, config),
+        ancestors=present.nodes_out(
+            tree.ancestors(db, key, found.name, rules) or [], key.side, config
+        ),
     )
 
 
@@ -138,10 +146,12 @@ def _located(db: VisDb, key: GraphKey, found: NodeSummary | None) -> schemas.Loc
     response_model=schemas.LocatedOut,
     summary="Where the first error is introduced",
 )
-def first_error(db: RuledDb, key: ExistingGraph) -> schemas.LocatedOut:
+def first_error(
+    db: GraphDb, key: ExistingGraph, rules: RulesQuery = DEFAULT_RULES
+) -> schemas.LocatedOut:
     """The first node, in execution order, whose input tensors agree but which is flagged (an
     error first, else a warning), with its ancestors; ``node`` is null when there is none."""
-    return _located(db, key, db.first_error(key))
+    return _located(db, key, tree.first_error(db, key, rules), rules)
 
 
 @router.get(
@@ -149,10 +159,12 @@ def first_error(db: RuledDb, key: ExistingGraph) -> schemas.LocatedOut:
     response_model=schemas.LocatedOut,
     summary="The worst descendant of a node",
 )
-def worst(db: RuledDb, key: ExistingGraph, name: NodeName) -> schemas.LocatedOut:
+def worst(
+    db: GraphDb, key: ExistingGraph, name: NodeName, rules: RulesQuery = DEFAULT_RULES
+) -> schemas.LocatedOut:
     """The first node in the subtree (itself included) at the subtree's worst level."""
-    require_node(db, key, name)
-    return _located(db, key, db.worst_descendant(key, name))
+    require_node(db, key, name, rules)
+    return _located(db, key, tree.worst_descendant(db, key, name, rules), rules)
 
 
 @router.get("/{graph:path}/peers", response_model=schemas.PeersOut, summary="Cross-rank peers")
@@ -166,12 +178,12 @@ def peers(
     """A communication node's counterparts on other ranks, with their precision and overflow
     as they are now (graphboard's links when the file has them, else msprobe's annotation)."""
     key = GraphKey(side, step, rank)
-    if not db.has_graph(key):
+    if not graphs.has_graph(db, key):
         raise NotFound(
             f"the file has no {side} graph for step {step}, rank {rank}", code="unknown_graph_part"
         )
     require_node(db, key, name)
-    found = db.peers(key, name)
+    found = peer_links(db, key, name)
     assert found is not None
     config = db.config()
     return schemas.PeersOut(

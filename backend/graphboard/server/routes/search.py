@@ -13,11 +13,12 @@ from starlette.concurrency import run_in_threadpool
 
 from graphboard.compare.result import level_of_label
 from graphboard.server import present, schemas
-from graphboard.server.deps import Cursor, ExistingGraph, PageLimit, SettingsDep
+from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, PageLimit, SettingsDep
 from graphboard.server.errors import InvalidParameters
-from graphboard.server.rules import RuledDb
+from graphboard.server.rules import DEFAULT_RULES, RulesQuery
 from graphboard.store.name_regex import SearchTooSlow
 from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader.search import filter_by, find_names
 
 router = APIRouter(prefix="/api/graphs", tags=["search"], responses=schemas.ERRORS)
 
@@ -29,10 +30,23 @@ _TURN_POLL_SECONDS = 0.02
 
 
 def _search_page(
-    db: VisDb, key: GraphKey, q: str, cursor: int | None, limit: int, deadline: float | None
+    db: VisDb,
+    key: GraphKey,
+    q: str,
+    cursor: int | None,
+    limit: int,
+    deadline: float | None,
+    rules: str,
 ) -> schemas.SearchPage:
-    page = db.search(
-        key, q, regex=deadline is not None, after=cursor, limit=limit, deadline=deadline
+    page = find_names(
+        db,
+        key,
+        q,
+        regex=deadline is not None,
+        after=cursor,
+        limit=limit,
+        deadline=deadline,
+        rules=rules,
     )
     return schemas.SearchPage(
         items=present.nodes_out(page.items, key.side, db.config()),
@@ -42,7 +56,7 @@ def _search_page(
 
 
 async def _regex_search(
-    db: VisDb, key: GraphKey, q: str, cursor: int | None, limit: int, seconds: float
+    db: VisDb, key: GraphKey, q: str, cursor: int | None, limit: int, seconds: float, rules: str
 ) -> schemas.SearchPage:
     deadline = time.monotonic() + seconds
     while not _REGEX_TURNS.acquire(blocking=False):
@@ -52,14 +66,14 @@ async def _regex_search(
             )
         await asyncio.sleep(_TURN_POLL_SECONDS)
     try:
-        return await run_in_threadpool(_search_page, db, key, q, cursor, limit, deadline)
+        return await run_in_threadpool(_search_page, db, key, q, cursor, limit, deadline, rules)
     finally:
         _REGEX_TURNS.release()
 
 
 @router.get("/{graph:path}/search", response_model=schemas.SearchPage, summary="Search node names")
 async def search(
-    db: RuledDb,
+    db: GraphDb,
     key: ExistingGraph,
     settings: SettingsDep,
     q: Annotated[str, Query(min_length=1, max_length=1024, description="text or regex")],
@@ -68,6 +82,7 @@ async def search(
     regex: Annotated[
         bool, Query(description="q is a regular expression (RE2 syntax, linear time)")
     ] = False,
+    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.SearchPage:
     """Names containing ``q`` (any case), or matching the regex ``q`` (any case), in execution
     order, one page at a time, with the total. A regex is refused (422 ``invalid_regex``)
@@ -75,8 +90,8 @@ async def search(
     ``search_too_slow``) past the server's ``search_seconds``."""
     try:
         if regex:
-            return await _regex_search(db, key, q, cursor, limit, settings.search_seconds)
-        return await run_in_threadpool(_search_page, db, key, q, cursor, limit, None)
+            return await _regex_search(db, key, q, cursor, limit, settings.search_seconds, rules)
+        return await run_in_threadpool(_search_page, db, key, q, cursor, limit, None, rules)
     except ValueError as error:
         raise InvalidParameters(f"q: {error}", code="invalid_regex") from None
     except SearchTooSlow as error:
@@ -85,7 +100,7 @@ async def search(
 
 @router.get("/{graph:path}/filter", response_model=schemas.FilterPage, summary="Nodes by verdict")
 def filter_nodes(
-    db: RuledDb,
+    db: GraphDb,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,
@@ -97,12 +112,14 @@ def filter_nodes(
     ] = None,
     unmatched: Annotated[bool, Query(description="nodes without a counterpart")] = False,
     leaves_only: Annotated[bool, Query(description="only nodes without children")] = False,
+    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.FilterPage:
     """Nodes in any chosen precision bucket or overflow level, or unmatched, in execution
     order, one page at a time, with the total and a count per criterion."""
     if not precision and not overflow and not unmatched:
         raise InvalidParameters("choose at least one of precision, overflow or unmatched")
-    page = db.filter(
+    page = filter_by(
+        db,
         key,
         levels=[
             level
@@ -114,6 +131,7 @@ def filter_nodes(
         leaves_only=leaves_only,
         after=cursor,
         limit=limit,
+        rules=rules,
     )
     return schemas.FilterPage(
         items=present.nodes_out(page.items, key.side, db.config()),

@@ -13,7 +13,7 @@ from graphboard.server import schemas
 from graphboard.server.deps import GraphDb, GraphFilePath, Rank, SettingsDep, Step
 from graphboard.server.errors import Conflict, NotFound
 from graphboard.server.routes.matches import _pair, _skipped, add_match
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, VisDb, node_data
 from graphboard.suggest import DEFAULT_MIN_CONFIDENCE, Proposals
 from graphboard.suggest.apply import accept, graph_parts
 from graphboard.suggest.proposals import propose
@@ -78,7 +78,9 @@ def _proposals(db: VisDb, step: int, rank: int, under: str | None) -> Proposals:
             f"the file has no compare graph for step {step}, rank {rank}",
             code="unknown_graph_part",
         )
-    if under is not None and not db.orders_of_names(GraphKey(TARGET_SIDE, step, rank), [under]):
+    if under is not None and not node_data.orders_of_names(
+        db, GraphKey(TARGET_SIDE, step, rank), [under]
+    ):
         raise NotFound(f"no target (NPU) node named {under!r}", code="unknown_node")
     return propose(db, step, rank, rejected=rejected(db, step, rank), under=under)
 

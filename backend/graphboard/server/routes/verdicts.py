@@ -13,6 +13,7 @@ from graphboard.server.deps import ExistingGraph, GraphDb, NodeName
 from graphboard.server.errors import InvalidParameters, NotFound
 from graphboard.server.rule_explain import explain_stored
 from graphboard.server.schemas import ApiModel
+from graphboard.store.reader import summaries
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
 
@@ -60,14 +61,13 @@ def rule_verdict(db: GraphDb, key: ExistingGraph, name: NodeName) -> RuleVerdict
     or introduces an error."""
     if key.side != TARGET_SIDE:
         raise InvalidParameters("verdicts are the target's: ask with side=NPU")
-    if db.summary(key, name) is None:
+    if summaries.summary(db, key, name) is None:
         raise NotFound(f"no node {name!r}", code="unknown_node")
     found = explain_stored(db, key, name)
     if found is None:
         raise NotFound(f"{name} has no counterpart or parameters to judge", code="unscored_node")
     mode = db.config().mode
-    db.use_rules("dtype-aware")
-    stored = db.summary(key, name)
+    stored = summaries.summary(db, key, name, "dtype-aware")
     return RuleVerdictOut(
         name=name,
         rules="dtype-aware",

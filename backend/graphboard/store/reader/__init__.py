@@ -7,11 +7,13 @@ wrote derived once from its ``tb_nodes`` (:mod:`graphboard.store.msprobe_columns
 users matched since the build is applied on load, so every answer already includes it. All
 SQL binds its values; the only names spliced into SQL are the reader's own constants.
 
-:class:`VisDb` is composed of one part per job, each in its own module: opening the file
-(:mod:`.opening`), its settings (:mod:`.config`), the matching overlay (:mod:`.overlay`),
-node summaries (:mod:`.summaries`), the tree (:mod:`.tree`), stored node data
-(:mod:`.node_data`), search and filter (:mod:`.search`), peers across ranks (:mod:`.peers`),
-and for a file opened ``writable``, saving users' matches (:mod:`.manual_matches`).
+:class:`VisDb` is the open file (:mod:`.opening`: its connection, kind and config); every read
+is a plain function taking it, one module per job: the graphs it holds (:mod:`.graphs`, and
+as they are now, :mod:`.listing`), the matching overlay (:mod:`.overlay`), a rule set's
+verdicts (:mod:`.rules`), node summaries (:mod:`.summaries`), the tree (:mod:`.tree`), stored
+node data (:mod:`.node_data`), search and filter (:mod:`.search`), peers across ranks
+(:mod:`.peers`), and for a file opened ``writable``, saving users' matches
+(:mod:`.manual_matches`). A read that answers with verdicts takes the rule set as an argument.
 """
 
 from graphboard.store.graph_views import GraphKey

@@ -16,7 +16,7 @@ from typing import Any
 
 from graphboard.errors import StoreError
 from graphboard.store import matches
-from graphboard.store.reader.opening import BUSY_SECONDS, OpenFile, Source
+from graphboard.store.reader.opening import BUSY_SECONDS, Source, VisDb
 
 
 class WriteRefused(StoreError):
@@ -27,76 +27,75 @@ class WriteRefused(StoreError):
         self.busy = busy  # another writer held the file past the busy wait: try again
 
 
-class ManualMatches(OpenFile):
-    """Writes of a file opened ``writable``: actions, their overlay rows, undo."""
-
-    @contextmanager
-    def matching_write(self) -> Iterator[None]:
-        """One write transaction, committed if the block succeeds, rolled back if not;
-        WriteRefused when the file cannot be locked for writing."""
-        derived = self.ensure_derived()  # before the write changes the file's stamp
+@contextmanager
+def matching_write(db: VisDb) -> Iterator[None]:
+    """One write transaction, committed if the block succeeds, rolled back if not;
+    WriteRefused when the file cannot be locked for writing."""
+    derived = db.ensure_derived()  # before the write changes the file's stamp
+    try:
+        matches.create_tables(db.conn)  # a write too: the first match of a file
+        db.conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as error:
+        raise _refused(db, error) from None
+    try:
+        db.refresh()  # what committed while this request waited for the lock
+        yield
         try:
-            matches.create_tables(self.conn)  # a write too: the first match of a file
-            self.conn.execute("BEGIN IMMEDIATE")
+            db.conn.execute("COMMIT")
         except sqlite3.OperationalError as error:
-            raise self._refused(error) from None
-        try:
-            self.refresh()  # what committed while this request waited for the lock
-            yield
-            try:
-                self.conn.execute("COMMIT")
-            except sqlite3.OperationalError as error:
-                # readers still held the file after the busy wait: the commit needs them gone
-                if not _busy(error):
-                    raise
-                raise self._refused(error) from None
-        except BaseException:
-            # SQLite has rolled back already after some errors (a full disk, an I/O error):
-            # a second ROLLBACK would hide the error that ended the transaction.
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
-        if self.source is Source.MSPROBE and derived is not None:
-            self.derived_before_write = derived
+            # readers still held the file after the busy wait: the commit needs them gone
+            if not _busy(error):
+                raise
+            raise _refused(db, error) from None
+    except BaseException:
+        # SQLite has rolled back already after some errors (a full disk, an I/O error):
+        # a second ROLLBACK would hide the error that ended the transaction.
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+        raise
+    if db.source is Source.MSPROBE and derived is not None:
+        db.derived_before_write = derived
 
-    def _refused(self, error: sqlite3.OperationalError) -> WriteRefused:
-        if _busy(error):
-            return WriteRefused(
-                f"{self.path.name}: another connection held the file for {BUSY_SECONDS:g} s; "
-                "try again",
-                busy=True,
-            )
-        return WriteRefused(f"{self.path.name}: cannot write: {error}")
 
-    def record_action(
-        self,
-        kind: str,
-        step: int,
-        rank: int,
-        pair: tuple[str, str] | None,
-        options: dict[str, Any],
-        rows: Iterable[matches.OverlayRow],
-        paired: Sequence[tuple[str, str]],
-    ) -> int:
-        """Record one action (match, unmatch, import) of a user and the overlay rows it
-        writes; ``paired`` is what it actually (un)paired. Returns the action's id."""
-        target, golden = pair if pair is not None else (None, None)
-        action_id = matches.start_action(self.conn, kind, step, rank, target, golden, options)
-        matches.put_overlay(self.conn, action_id, rows)
-        matches.finish_action(self.conn, action_id, paired)
-        matches.forget_oldest(self.conn, step, rank, matches.HISTORY_LIMIT)  # stays bounded
-        return action_id
+def _refused(db: VisDb, error: sqlite3.OperationalError) -> WriteRefused:
+    if _busy(error):
+        return WriteRefused(
+            f"{db.path.name}: another connection held the file for {BUSY_SECONDS:g} s; try again",
+            busy=True,
+        )
+    return WriteRefused(f"{db.path.name}: cannot write: {error}")
 
-    def undo_last_action(self, step: int, rank: int) -> tuple[matches.Action, int] | None:
-        """Undo the latest action of a (step, rank) not undone yet: (the action as it is now,
-        the number of nodes restored); None when there is nothing to undo."""
-        last = matches.last_action(self.conn, step, rank) if self.has_overlay else None
-        if last is None:
-            return None
-        restored = matches.undo_action(self.conn, last.id, step, rank)
-        undone = matches.action(self.conn, last.id)
-        assert undone is not None
-        return undone, restored
+
+def record_action(
+    db: VisDb,
+    kind: str,
+    step: int,
+    rank: int,
+    pair: tuple[str, str] | None,
+    options: dict[str, Any],
+    rows: Iterable[matches.OverlayRow],
+    paired: Sequence[tuple[str, str]],
+) -> int:
+    """Record one action (match, unmatch, import) of a user and the overlay rows it
+    writes; ``paired`` is what it actually (un)paired. Returns the action's id."""
+    target, golden = pair if pair is not None else (None, None)
+    action_id = matches.start_action(db.conn, kind, step, rank, target, golden, options)
+    matches.put_overlay(db.conn, action_id, rows)
+    matches.finish_action(db.conn, action_id, paired)
+    matches.forget_oldest(db.conn, step, rank, matches.HISTORY_LIMIT)  # stays bounded
+    return action_id
+
+
+def undo_last_action(db: VisDb, step: int, rank: int) -> tuple[matches.Action, int] | None:
+    """Undo the latest action of a (step, rank) not undone yet: (the action as it is now,
+    the number of nodes restored); None when there is nothing to undo."""
+    last = matches.last_action(db.conn, step, rank) if db.has_overlay else None
+    if last is None:
+        return None
+    restored = matches.undo_action(db.conn, last.id, step, rank)
+    undone = matches.action(db.conn, last.id)
+    assert undone is not None
+    return undone, restored
 
 
 def _busy(error: sqlite3.OperationalError) -> bool:

@@ -13,12 +13,15 @@ closing any other descriptor of the file would drop this process's locks on it.
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from enum import StrEnum
 from pathlib import Path
 
+from graphboard.dump.records import Param
 from graphboard.errors import StoreError
 from graphboard.store import matches, msprobe_columns
 from graphboard.store.graph_views import FileIdentity, file_identity
+from graphboard.store.reader.config import FileConfig, read_config
 from graphboard.store.reader.held_files import HeldFile, hold, release
 
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -102,9 +105,12 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
     }
 
 
-class OpenFile:
+class VisDb:
     """A .vis.db's connection, what kind of file it is, and where its derived columns are.
-    The connection is this object's: :meth:`close` closes it."""
+    The connection is this object's: :meth:`close` closes it. It holds no request state:
+    every read is a function of the reader's modules taking it (and a rule set) as
+    arguments; what it keeps is the file's own, read once (its config, a few decoded
+    gb_params rows)."""
 
     def __init__(self, path: Path, conn: HeldConnection, cache_dir: Path) -> None:
         self.path = path
@@ -126,6 +132,11 @@ class OpenFile:
         # Set by a committed matching write on an msprobe file: the columns derived before
         # it, still right (only gb_* tables changed), to carry over to the file's new stamp.
         self.derived_before_write: Path | None = None
+        self._config: FileConfig | None = None
+        # Per open file, for node_data: whether the file keeps typed parameters (gb_params),
+        # and the last few gb_params rows decoded (see node_data._decoded_row).
+        self.typed_params: bool | None = None
+        self.param_rows: OrderedDict[tuple[str, int], dict[int, list[Param]]] = OrderedDict()
 
     def close(self) -> None:
         if self._columns_file is not None:
@@ -146,16 +157,22 @@ class OpenFile:
         held = self.conn.held
         return file_identity(self.path, held.stat(), held.read(100))
 
+    def config(self) -> FileConfig:
+        """The file's ``tb_config``, read once."""
+        if self._config is None:
+            self._config = read_config(self.conn, self.path.name)
+        return self._config
+
     @property
     def writable(self) -> bool:
         return not self.conn.execute("PRAGMA query_only").fetchone()[0]
 
     def ensure_derived(self) -> Path | None:
         """Derive an msprobe file's columns now (its derived columns file's path); None for our own files."""
-        self._gb_conn()
+        self.gb_conn()
         return self.columns_file_path
 
-    def _gb_conn(self) -> sqlite3.Connection:
+    def gb_conn(self) -> sqlite3.Connection:
         """Where ``gb_graphs`` / ``gb_arrays`` are: the file itself or its derived columns file."""
         if self.source is Source.GRAPHBOARD:
             return self.conn

@@ -10,8 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphboard.store.graph_views import GraphKey
+from graphboard.store.reader.graphs import has_graph
+from graphboard.store.reader.opening import VisDb
 from graphboard.store.reader.stored import json_or
-from graphboard.store.reader.summaries import BY_GRAPH, NodeSummaries, NodeSummary
+from graphboard.store.reader.summaries import BY_GRAPH, NodeSummary, summary
+from graphboard.store.rule_columns import MSPROBE
 
 
 @dataclass(slots=True)
@@ -31,65 +34,66 @@ class PeerLinks:
     peers: list[Peer]
 
 
-class PeerQueries(NodeSummaries):
-    """Peers of a node, with graphboard's verdict on each link when the file has one."""
+def peer_links(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> PeerLinks | None:
+    """A communication node's counterparts on other ranks, as they are now: graphboard's
+    ``gb_links`` when the file has them, else msprobe's ``matched_distributed``."""
+    row = db.conn.execute(
+        "SELECT matched_distributed FROM main.tb_nodes t" + BY_GRAPH + " AND t.node_name = ?",
+        (key.step, key.rank, key.side, name),
+    ).fetchone()
+    if row is None:
+        return None
+    communication, found = _annotated_peers(json_or(row[0], {}))
+    if db.links_source is not None:
+        linked = db.conn.execute(
+            f"SELECT kind, peer_rank, peer_node, verdict, reason FROM main.{db.links_source} "
+            "WHERE data_source = ? AND step = ? AND rank = ? AND node_name = ? "
+            "ORDER BY op_index, id",
+            (key.side, key.step, key.rank, name),
+        ).fetchall()
+        if linked:
+            stored = {(peer_rank, peer): precision for peer_rank, peer, _k, precision in found}
+            return PeerLinks(
+                communication or str(linked[0][0]),
+                [
+                    _peer(
+                        db,
+                        key,
+                        int(peer_rank),
+                        peer,
+                        str(kind),
+                        stored.get((int(peer_rank), peer)),
+                        verdict,
+                        reason,
+                        rules,
+                    )
+                    for kind, peer_rank, peer, verdict, reason in linked
+                    if peer_rank is not None
+                ],
+            )
+    return PeerLinks(
+        communication,
+        [
+            _peer(db, key, peer_rank, peer, kind, precision, None, None, rules)
+            for peer_rank, peer, kind, precision in found
+        ],
+    )
 
-    def peers(self, key: GraphKey, name: str) -> PeerLinks | None:
-        """A communication node's counterparts on other ranks, as they are now: graphboard's
-        ``gb_links`` when the file has them, else msprobe's ``matched_distributed``."""
-        row = self.conn.execute(
-            "SELECT matched_distributed FROM main.tb_nodes t" + BY_GRAPH + " AND t.node_name = ?",
-            (key.step, key.rank, key.side, name),
-        ).fetchone()
-        if row is None:
-            return None
-        communication, found = _annotated_peers(json_or(row[0], {}))
-        if self.links_source is not None:
-            linked = self.conn.execute(
-                f"SELECT kind, peer_rank, peer_node, verdict, reason FROM main.{self.links_source} "
-                "WHERE data_source = ? AND step = ? AND rank = ? AND node_name = ? "
-                "ORDER BY op_index, id",
-                (key.side, key.step, key.rank, name),
-            ).fetchall()
-            if linked:
-                stored = {(peer_rank, peer): precision for peer_rank, peer, _k, precision in found}
-                return PeerLinks(
-                    communication or str(linked[0][0]),
-                    [
-                        self._peer(
-                            key,
-                            int(peer_rank),
-                            peer,
-                            str(kind),
-                            stored.get((int(peer_rank), peer)),
-                            verdict,
-                            reason,
-                        )
-                        for kind, peer_rank, peer, verdict, reason in linked
-                        if peer_rank is not None
-                    ],
-                )
-        return PeerLinks(
-            communication,
-            [
-                self._peer(key, peer_rank, peer, kind, precision, None, None)
-                for peer_rank, peer, kind, precision in found
-            ],
-        )
 
-    def _peer(
-        self,
-        key: GraphKey,
-        rank: int,
-        name: str | None,
-        kind: str | None,
-        stored_precision: str | None,
-        verdict: str | None,
-        reason: str | None,
-    ) -> Peer:
-        peer_key = GraphKey(key.side, key.step, rank)
-        node = self.summary(peer_key, name) if name and self.has_graph(peer_key) else None
-        return Peer(rank, name, kind, stored_precision, verdict, reason, node)
+def _peer(
+    db: VisDb,
+    key: GraphKey,
+    rank: int,
+    name: str | None,
+    kind: str | None,
+    stored_precision: str | None,
+    verdict: str | None,
+    reason: str | None,
+    rules: str,
+) -> Peer:
+    peer_key = GraphKey(key.side, key.step, rank)
+    node = summary(db, peer_key, name, rules) if name and has_graph(db, peer_key) else None
+    return Peer(rank, name, kind, stored_precision, verdict, reason, node)
 
 
 def _annotated_peers(

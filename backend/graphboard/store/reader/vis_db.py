@@ -1,4 +1,10 @@
-"""The one object the server reads a .vis.db through, composed of one part per job."""
+"""Opening a .vis.db for reading: :func:`open_vis_db` gives the open file, a :class:`VisDb`.
+
+Reads are plain functions in the reader's modules taking the open file (and a rule set where
+verdicts are involved): :mod:`.graphs`, :mod:`.listing`, :mod:`.overlay`, :mod:`.rules`,
+:mod:`.summaries`, :mod:`.tree`, :mod:`.node_data`, :mod:`.search`, :mod:`.peers` and
+:mod:`.manual_matches`.
+"""
 
 from __future__ import annotations
 
@@ -8,32 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from graphboard.errors import StoreError
-from graphboard.store.graph_views import GraphKey
-from graphboard.store.reader.config import GraphStats
-from graphboard.store.reader.manual_matches import ManualMatches
-from graphboard.store.reader.node_data import NodeData
-from graphboard.store.reader.opening import connect
-from graphboard.store.reader.peers import PeerQueries
-from graphboard.store.reader.rules import RuleSets
-from graphboard.store.reader.search import SearchAndFilter
-from graphboard.store.reader.tree import TreeQueries
+from graphboard.store.reader.opening import VisDb, connect
 
-
-class VisDb(RuleSets, TreeQueries, NodeData, SearchAndFilter, PeerQueries, ManualMatches):
-    """One open .vis.db. Methods take a :class:`GraphKey`; nothing is kept between calls
-    except the per-graph columns, cached by the file's identity."""
-
-    def graphs(self) -> list[GraphStats]:
-        """Every graph of the file, in step, rank, side (NPU first) order, with manual
-        matches applied."""
-        stats = self.stored_graphs()
-        for graph in stats:
-            key = GraphKey(graph.side, graph.step, graph.rank)
-            if self._changed_since_build(key):
-                self._recount(graph)
-                first = self.first_error(key)
-                graph.first_error = first.name if first is not None else None
-        return self.apply_rules(stats)
+__all__ = ["VisDb", "open_vis_db"]
 
 
 @contextmanager
