@@ -21,7 +21,7 @@ from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, StoredNode, VisDb
 from graphboard.table import columns as col
 
 NA = "N/A"  # msprobe's cell for a value it does not have
@@ -112,6 +112,11 @@ def _statistics(fields: dict[str, Any]) -> list[str]:
     return [_shown(fields.get(stored)) for _name, stored in col.STATISTICS]
 
 
+def result_cell(row: PairedParam) -> str:
+    """The row's Result cell: a parameter nothing was compared with passes."""
+    return _shown(row.comparison.get(col.RESULT, "pass"))
+
+
 def _verdict(row: PairedParam) -> list[str]:
     comparison = row.comparison
     # msprobe's cells for a parameter nothing was compared with: a null (masked) leaf, or
@@ -121,7 +126,7 @@ def _verdict(row: PairedParam) -> list[str]:
         consistent = "True" if row.golden is not None else "False"
     return [
         _shown(consistent),
-        _shown(comparison.get(col.RESULT, "pass")),
+        result_cell(row),
         _shown(comparison.get(col.ERR_MESSAGE, "[]")),
     ]
 
@@ -158,7 +163,8 @@ def row_cells(
     return tuple(cells)
 
 
-def _mode_of(db: VisDb) -> DataMode:
+def mode_of(db: VisDb) -> DataMode:
+    """The data mode of a compare's table; TableError for a build or a mode with no table."""
     config = db.config()
     if not config.compare:
         raise TableError(f"{db.path.name}: a build, not a compare: there is no result table")
@@ -172,6 +178,39 @@ def _mode_of(db: VisDb) -> DataMode:
     return mode
 
 
+def graph_keys(db: VisDb, step: int, rank: int) -> tuple[GraphKey, GraphKey]:
+    """(target, golden) keys of the table at ``step``/``rank``; TableError when the file has
+    no target graph there."""
+    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
+    if not db.has_graph(target_key):
+        config = db.config()
+        raise TableError(
+            f"{db.path.name}: no graph for step {step}, rank {rank} "
+            f"(steps {config.steps}, ranks {config.ranks})"
+        )
+    return target_key, golden_key
+
+
+def starts_here_cell(code: int) -> str:
+    """The Divergence Starts Here cell of a node whose ``introduced`` code is ``code``."""
+    return (label_of_code(code) if code > 0 else None) or ""
+
+
+def node_rows(
+    mode: DataMode, node: StoredNode, golden: StoredNode | None, introduced: int
+) -> list[tuple[str, ...]]:
+    """The rows of one target node, in table order (its golden twin ``golden``, if any)."""
+    starts_here = starts_here_cell(introduced)
+    stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
+    made = []
+    for row in paired_stored(node, golden):
+        cells = row_cells(mode, row, stack, starts_here)
+        if cells is not None:
+            made.append(cells)
+            stack = NA
+    return made
+
+
 def build_table(
     db: VisDb,
     step: int,
@@ -183,14 +222,8 @@ def build_table(
     """The compare table of the target graph at ``step``/``rank``; past ``deadline``
     (``time.monotonic``), TableTooSlow; past ``max_bytes`` of rows, TableTooLarge (raised as
     the budget is crossed, never after the whole table was made)."""
-    mode = _mode_of(db)
-    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
-    if not db.has_graph(target_key):
-        config = db.config()
-        raise TableError(
-            f"{db.path.name}: no graph for step {step}, rank {rank} "
-            f"(steps {config.steps}, ranks {config.ranks})"
-        )
+    mode = mode_of(db)
+    target_key, golden_key = graph_keys(db, step, rank)
     view = db.view(target_key)
     counterpart, introduced = view.columns["counterpart"], view.columns["introduced"]
     has_golden = db.has_graph(golden_key)
@@ -213,17 +246,13 @@ def build_table(
                     f"{db.path.name}: the table of step {step}, rank {rank} took too long"
                 )
             count += 1
-            rows = paired_stored(node, golden_nodes.get(golden_order))
-            code = int(introduced[node.node_order])
-            starts_here = (label_of_code(code) if code > 0 else None) or ""
-            stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
-            for row in rows:
-                cells = row_cells(mode, row, stack, starts_here)
-                if cells is not None:
-                    table.cells.append(cells)
-                    table.nodes.append(node.name)
-                    table.bytes += row_bytes(cells)
-                    stack = NA
+            made = node_rows(
+                mode, node, golden_nodes.get(golden_order), int(introduced[node.node_order])
+            )
+            for cells in made:
+                table.cells.append(cells)
+                table.nodes.append(node.name)
+                table.bytes += row_bytes(cells)
         if max_bytes is not None and table.bytes > max_bytes:
             raise TableTooLarge(
                 f"{db.path.name}: the table of step {step}, rank {rank} takes more than "

@@ -208,13 +208,18 @@ class NodeData(NodeSummaries):
         graph's nodes and their parsed parameters are never all in memory at once."""
         return self._stored_rows(key, "ORDER BY t.node_order", (), stacks=stacks)
 
-    def stored_nodes_at(self, key: GraphKey, orders: Sequence[int]) -> dict[int, StoredNode]:
+    def stored_nodes_at(
+        self, key: GraphKey, orders: Sequence[int], *, stacks: bool = False
+    ) -> dict[int, StoredNode]:
         """The nodes holding parameters among ``orders`` (a batch: a few hundred), by order,
-        found on msprobe's (step, rank, data_source, node_order) index."""
+        found on msprobe's (step, rank, data_source, node_order) index; ``stacks`` adds each
+        node's stack."""
         if not orders:
             return {}
         marks = ", ".join("?" * len(orders))
-        found = self._stored_rows(key, f"AND t.node_order IN ({marks})", tuple(orders))
+        found = self._stored_rows(
+            key, f"AND t.node_order IN ({marks})", tuple(orders), stacks=stacks
+        )
         return {node.node_order: node for node in found}
 
     def _stored_rows(
