@@ -37,12 +37,20 @@ def timed(http: httpx.Client, url: str, **params: object) -> tuple[float, httpx.
     return time.perf_counter() - start, response
 
 
+def answer_of(response: httpx.Response) -> str:
+    """Nothing for a page, else the refusal's status and code."""
+    if response.status_code == 200:
+        return ""
+    return f" ({response.status_code} {response.json()['error']['code']})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("file", type=Path)
     parser.add_argument(
         "--record", action="store_true", help="append to bench/results/table_page.md"
     )
+    parser.add_argument("--note", default="", help="a line written above the recorded table")
     args = parser.parse_args()
     file: Path = args.file.resolve()
     graph = file.name.removesuffix(".vis.db")
@@ -60,15 +68,18 @@ def main() -> None:
                 answer = f"{response.status_code} {response.json()['error']['code']}"
                 lines = [
                     f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s | - | - "
-                    f"| - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
+                    f"| - | - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
                 ]
                 print(response.json()["error"]["message"])
             else:
                 total = response.json()["total"]
                 second, response = timed(http, url, **q, limit=200, cursor=200)
+                errors_first, response = timed(http, url, **q, limit=200, sort="Result")
+                errors_note = answer_of(response)
                 sorted_s, response = timed(
                     http, url, **q, limit=200, sort="MaxRelativeErr", descending=True
                 )
+                sorted_note = answer_of(response)
                 after_sort = peak_rss_mb(process.pid)
                 start = time.perf_counter()
                 size = 0
@@ -82,7 +93,8 @@ def main() -> None:
                 after_export = peak_rss_mb(process.pid)
                 lines = [
                     f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s "
-                    f"| {second:.3f} s | {sorted_s:.2f} s | {first_byte:.2f} s / {export:.1f} s "
+                    f"| {second:.3f} s | {errors_first:.2f} s{errors_note} "
+                    f"| {sorted_s:.2f} s{sorted_note} | {first_byte:.2f} s / {export:.1f} s "
                     f"({size / 1e6:.0f} MB) | {base_rss:.0f} / {after_first:.0f} / "
                     f"{after_sort:.0f} / {after_export:.0f} MB |"
                 ]
@@ -90,8 +102,9 @@ def main() -> None:
         process.terminate()
         process.wait(timeout=60)
     header = [
-        "| file | first page | next page | sorted page | CSV export: first byte / whole | peak RSS: started / first page / sorted / export |",
-        "|---|---|---|---|---|---|",
+        "| file | first page | next page | errors first (sort=Result) | sorted by MaxRelativeErr "
+        "| CSV export: first byte / whole | peak RSS: started / first page / sorted / export |",
+        "|---|---|---|---|---|---|---|",
     ]
     print("\n".join(header + lines))
     if args.record:
