@@ -14,6 +14,7 @@ make_synthetic_dump.py and graph_build:
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import time
@@ -31,7 +32,13 @@ def peak_rss_mb(pid: int) -> float:
     raise RuntimeError("no VmHWM")
 
 
-def timed(http: httpx.Client, url: str, **params: object) -> tuple[float, httpx.Response]:
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system): the machine's load does not change it."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(http: httpx.Client, url: str, **params: str | int | bool) -> tuple[float, httpx.Response]:
     start = time.perf_counter()
     response = http.get(url, params=params)
     return time.perf_counter() - start, response
@@ -62,12 +69,14 @@ def main() -> None:
             base_rss = peak_rss_mb(process.pid)
             url = f"/api/graphs/{graph}/table"
             q = {"step": 0, "rank": 0}
+            cpu = cpu_seconds(process.pid)
             first, response = timed(http, url, **q, limit=200)
+            first_cpu = cpu_seconds(process.pid) - cpu
             after_first = peak_rss_mb(process.pid)
             if response.status_code != 200:
                 answer = f"{response.status_code} {response.json()['error']['code']}"
                 lines = [
-                    f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s | - | - "
+                    f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s ({first_cpu:.1f} s CPU) | - | - "
                     f"| - | - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
                 ]
                 print(response.json()["error"]["message"])
@@ -92,7 +101,7 @@ def main() -> None:
                 export = time.perf_counter() - start
                 after_export = peak_rss_mb(process.pid)
                 lines = [
-                    f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s "
+                    f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s ({first_cpu:.1f} s CPU) "
                     f"| {second:.3f} s | {errors_first:.2f} s{errors_note} "
                     f"| {sorted_s:.2f} s{sorted_note} | {first_byte:.2f} s / {export:.1f} s "
                     f"({size / 1e6:.0f} MB) | {base_rss:.0f} / {after_first:.0f} / "

@@ -21,7 +21,7 @@ from graphboard.errors import GraphboardError
 from graphboard.store.graph_views import ViewCache
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.table import columns as col
-from graphboard.table.query import LEVEL_COLUMNS, Rows, severity_key
+from graphboard.table.query import LEVEL_COLUMNS, Rows, own_order, severity_key
 from graphboard.table.row_index import OTHER, RESULT_CELLS, RowIndex, read_row_index, result_code
 from graphboard.table.rows import graph_keys, mode_of, node_rows, starts_here_cell
 
@@ -135,9 +135,7 @@ def indexed_select(
         return None
     index = table.index
     if sort is None:
-        order: Rows = np.arange(len(index), dtype=np.int64)
-        if descending:
-            order = order[::-1]
+        order = own_order(len(index), descending)
     else:
         keys = _sort_keys(table, sort, descending)
         if keys is None:

@@ -66,6 +66,12 @@ def name_index(table: CompareTable) -> NameIndex:
     return table.name_index
 
 
+def own_order(count: int, descending: bool) -> Rows:
+    """The table's own order of ``count`` rows (msprobe's), or its reverse."""
+    order: Rows = np.arange(count, dtype=np.int64)
+    return order[::-1] if descending else order
+
+
 def select(
     table: CompareTable,
     *,
@@ -88,9 +94,7 @@ def select(
             hits[name_index(table).containing(name)] = True
         keep &= hits
     if sort is None:
-        order: Rows = np.arange(len(table), dtype=np.int64)
-        if descending:
-            order = order[::-1]
+        order = own_order(len(table), descending)
     else:
         order = np.asarray(_sorted(table, sort, descending), dtype=np.int64)
     shown: Rows = order[keep[order]]

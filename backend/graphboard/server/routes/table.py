@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import Annotated, Literal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -55,6 +55,7 @@ router = APIRouter(prefix="/api/graphs", tags=["table"], responses=schemas.ERROR
 
 BUILD_SECONDS = 60.0  # longest a table may take to build (a million-record graph's order)
 MAX_XLSX_ROWS = 1_048_575  # a sheet's rows but its header (Excel's limit)
+Shown = TypeVar("Shown", Rows, Rows | None)
 _MEDIA = {
     "csv": "text/csv; charset=utf-8",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -151,34 +152,17 @@ def _indexed(db: VisDb, step: int, rank: int) -> IndexedTable | None:
         raise NotFound(str(error), code="no_table") from None
 
 
-def _indexed_shown(
-    table: IndexedTable,
-    result: Sequence[str] | None,
-    name: str | None,
-    sort: str | None,
-    descending: bool,
-) -> Rows | None:
-    try:
-        return indexed_select(
-            table,
-            results=list(dict.fromkeys(result or [])),
-            name=name,
-            sort=sort,
-            descending=descending,
-        )
-    except ValueError as error:
-        raise InvalidParameters(str(error), code="unknown_column") from None
-
-
 def _shown(
-    table: CompareTable,
+    select_rows: Callable[..., Shown],
+    table: CompareTable | IndexedTable,
     result: Sequence[str] | None,
     name: str | None,
     sort: str | None,
     descending: bool,
-) -> Rows:
+) -> Shown:
+    """The rows ``select_rows`` (query.select, or pages.indexed_select) shows for a request."""
     try:
-        return select(
+        return select_rows(
             table,
             results=list(dict.fromkeys(result or [])),
             name=name,
@@ -223,7 +207,7 @@ def table_page(
     start = cursor or 0
     indexed = _indexed(db, step, rank)
     if indexed is not None:
-        shown = _indexed_shown(indexed, result, name, sort, descending)
+        shown = _shown(indexed_select, indexed, result, name, sort, descending)
         if shown is not None:
             try:
                 rows = list(rows_at(indexed, shown[start : start + limit]))
@@ -233,7 +217,7 @@ def table_page(
                 return _page(indexed.columns, rows, start, limit, len(shown))
     needs = _needs_whole(name, sort) if indexed is not None and (name or sort) else None
     table = _whole_table(db, step, rank, settings, needs)
-    shown = _shown(table, result, name, sort, descending)
+    shown = _shown(select, table, result, name, sort, descending)
     window = shown[start : start + limit]
     rows = [(table.nodes[row], table.cells[row]) for row in map(int, window)]
     return _page(table.columns, rows, start, limit, len(shown))
@@ -295,7 +279,7 @@ def table_export(
     indexed = _indexed(db, step, rank)
     shown = None
     if indexed is not None:
-        shown = _indexed_shown(indexed, result, name, sort, descending)
+        shown = _shown(indexed_select, indexed, result, name, sort, descending)
     columns: Sequence[str]
     if indexed is not None and shown is not None:
         columns = indexed.columns
@@ -303,7 +287,7 @@ def table_export(
     else:
         needs = _needs_whole(name, sort) if indexed is not None else None
         table = _whole_table(db, step, rank, settings, needs)
-        shown = _shown(table, result, name, sort, descending)
+        shown = _shown(select, table, result, name, sort, descending)
         columns = table.columns
         # the table stays referenced by the generator, whatever the cache drops meanwhile
         cells = (table.cells[row] for row in map(int, shown))
