@@ -21,11 +21,23 @@ from graphboard.errors import GraphboardError
 from graphboard.store.graph_views import ViewCache
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.table import columns as col
-from graphboard.table.query import LEVEL_COLUMNS, Rows, own_order, severity_key
-from graphboard.table.row_index import OTHER, RESULT_CELLS, RowIndex, read_row_index, result_code
-from graphboard.table.rows import graph_keys, mode_of, node_rows, starts_here_cell
+from graphboard.table.query import LEVEL_COLUMNS, Rows, own_order, severity_key, sorted_positions
+from graphboard.table.row_index import (
+    OTHER,
+    RESULT_CELLS,
+    RowIndex,
+    read_field_cells,
+    read_row_index,
+    result_code,
+)
+from graphboard.table.rows import (
+    METRIC_NAMES,
+    graph_keys,
+    mode_of,
+    node_rows,
+    starts_here_cell,
+)
 
-INDEXED_SORTS = LEVEL_COLUMNS  # the columns the index sorts by
 _NODES_AT_ONCE = 400  # target nodes read by one query (under SQLite's bound-parameter limit)
 
 
@@ -54,6 +66,7 @@ class IndexedTable:
     index: RowIndex
     counterpart: npt.NDArray[np.int32]  # by target node_order (users' pairings applied)
     introduced: npt.NDArray[np.int8]
+    deadline: float | None  # for what the request reads besides (time.monotonic)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -88,7 +101,61 @@ def indexed_table(
         index,
         view.columns["counterpart"],
         view.columns["introduced"],
+        deadline,
     )
+
+
+def target_fields(mode: DataMode) -> dict[str, str]:
+    """The columns whose cells are one stored field of the target's parameter (the compare's
+    metrics, the NPU statistics), by column: a sort by one reads that field alone."""
+    metrics = {name: name for name in METRIC_NAMES.get(mode, ())}
+    statistics = dict(
+        zip(col.NPU_STATISTICS, (stored for _name, stored in col.STATISTICS), strict=True)
+    )
+    columns = col.table_columns(mode)
+    return {
+        column: field for column, field in {**metrics, **statistics}.items() if column in columns
+    }
+
+
+def indexed_sorts(mode: DataMode) -> frozenset[str]:
+    """The columns a page can be sorted by without the whole table."""
+    return LEVEL_COLUMNS | frozenset(target_fields(mode))
+
+
+class _NotIndexed(GraphboardError):
+    """The stored dicts do not read as the index says."""
+
+
+def _order_bytes(order: Rows) -> int:
+    return order.nbytes
+
+
+# Orders of a sort by a target's field, by (file identity, step, rank, column, descending):
+# 8 bytes a row.
+FIELD_ORDERS: ViewCache[Rows] = ViewCache(max_nodes=64 << 20, weigh=_order_bytes)
+
+
+def _field_order(table: IndexedTable, sort: str, descending: bool) -> Rows | None:
+    """Row positions sorted by a column of a target's stored field, as ``select`` sorts it."""
+    field = target_fields(table.mode)[sort]
+    db = table.db
+
+    def load() -> Rows:
+        overlaid = db.stored_nodes_at(table.target, sorted(db.manual_data(table.target)))
+        cells = read_field_cells(
+            db.conn, table.target, overlaid, table.index, field, deadline=table.deadline
+        )
+        if cells is None:
+            raise _NotIndexed(f"{db.path.name}: {field} of a stored dict")
+        return sorted_positions(cells, sort, descending)
+
+    try:
+        return FIELD_ORDERS.get(
+            (db.identity, table.target.step, table.target.rank, sort, descending), load
+        )
+    except _NotIndexed:
+        return None
 
 
 def _ranked(cells: list[str], descending: bool) -> npt.NDArray[np.int64]:
@@ -131,16 +198,21 @@ def indexed_select(
     None when it cannot tell (a name filter, a sort by a column it does not hold)."""
     if sort is not None and sort not in table.columns:
         raise ValueError(f"sort: no column {sort!r} (columns: {', '.join(table.columns)})")
-    if name or (sort is not None and sort not in INDEXED_SORTS):
+    if name or (sort is not None and sort not in indexed_sorts(table.mode)):
         return None
     index = table.index
     if sort is None:
         order = own_order(len(index), descending)
-    else:
+    elif sort in LEVEL_COLUMNS:
         keys = _sort_keys(table, sort, descending)
         if keys is None:
             return None
         order = np.argsort(keys, kind="stable").astype(np.int64)
+    else:
+        found = _field_order(table, sort, descending)
+        if found is None:
+            return None
+        order = found
     if results:
         wanted = [result_code(result) for result in set(results)]
         keep = np.isin(index.results, [code for code in wanted if code != OTHER])

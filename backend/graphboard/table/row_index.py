@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.param_pairs import paired_stored
 from graphboard.store.reader import StoredNode
-from graphboard.table.rows import NA, TableTooSlow, result_cell
+from graphboard.table.rows import NA, TableTooSlow, field_cell, result_cell, shown
 
 # A row's Result, as an index into RESULT_CELLS; OTHER: a cell none of them spells (a sort
 # by Result then needs the whole table, which orders such text by its spelling).
@@ -132,3 +133,65 @@ def read_row_index(
     np.cumsum(counts, out=starts[1:])
     codes = "".join(letters).encode().translate(_CODES)
     return RowIndex(np.asarray(orders, np.int32), starts, np.frombuffer(codes, np.uint8).copy())
+
+
+def _field_values(column: str) -> str:
+    return (
+        f"(SELECT json_group_array(j.value -> :path) FROM json_each(nullif(t.{column}, '')) j "
+        "WHERE j.type = 'object')"
+    )
+
+
+# One stored field of every parameter, as JSON (an absent field is null, as a null one: both
+# show N/A), a node's in one array a side.
+_FIELD_QUERY = (
+    f"SELECT t.node_order, {_field_values('input_data')}, {_field_values('output_data')} "
+    "FROM main.tb_nodes t WHERE t.step = :step AND t.rank = :rank AND t.data_source = :side "
+    "AND (t.input_data NOT IN ('', '{}') OR t.output_data NOT IN ('', '{}')) "
+    "ORDER BY t.node_order"
+)
+
+
+def read_field_cells(
+    conn: sqlite3.Connection,
+    key: GraphKey,
+    overlaid: Mapping[int, StoredNode],
+    index: RowIndex,
+    field: str,
+    *,
+    deadline: float | None = None,
+) -> list[str] | None:
+    """The cell of every row of ``index`` (in table order) whose column shows the target's
+    stored ``field`` (a metric, an NPU statistic), as ``rows.row_cells`` shows it; None when
+    the stored dicts do not read as the index says (the whole table answers then)."""
+    cells: list[str] = []
+    wanted = {
+        int(order): int(end - start)
+        for order, start, end in zip(index.orders, index.starts[:-1], index.starts[1:], strict=True)
+    }
+    path = '$."' + field.replace('"', '\\"') + '"'
+    bound = {"path": path, "step": key.step, "rank": key.rank, "side": key.side}
+    try:
+        for seen, (order, inputs, outputs) in enumerate(conn.execute(_FIELD_QUERY, bound)):
+            if deadline is not None and seen % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+                raise TableTooSlow(
+                    f"the rows of step {key.step}, rank {key.rank} took too long to sort"
+                )
+            count = wanted.get(order)
+            if count is None:
+                continue
+            node = overlaid.get(order)
+            if node is not None:
+                found = [
+                    field_cell(row, field)
+                    for row in paired_stored(node, None)
+                    if row.target is not None
+                ]
+            else:
+                found = [shown(value) for value in (*orjson.loads(inputs), *orjson.loads(outputs))]
+            if len(found) != count:
+                return None
+            cells += found
+    except sqlite3.OperationalError:  # malformed JSON in a stored dict
+        return None
+    return cells if len(cells) == len(index) else None

@@ -28,7 +28,7 @@ NA = "N/A"  # msprobe's cell for a value it does not have
 _NO_DATA_NAME = "-1"  # msprobe's data_name of a parameter saved to no file
 _CHECK_EVERY = 256  # nodes between two looks at the deadline
 _BATCH = 512  # target nodes read at once, with their golden counterparts (one IN query)
-_METRICS = {DataMode.SUMMARY: SUMMARY_METRIC_NAMES, DataMode.TENSOR: TENSOR_METRIC_NAMES}
+METRIC_NAMES = {DataMode.SUMMARY: SUMMARY_METRIC_NAMES, DataMode.TENSOR: TENSOR_METRIC_NAMES}
 
 
 class TableError(GraphboardError):
@@ -83,7 +83,8 @@ class CompareTable:
         return [cells[index] for cells in self.cells]
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A stored value as a cell shows it."""
     if value is None or value == "null":
         return NA
     return str(value)
@@ -99,22 +100,28 @@ def _basic(row: PairedParam, target: dict[str, Any], golden: dict[str, Any]) -> 
     return [
         row.target.name,
         row.golden.name if row.golden is not None else NA,
-        _shown(target.get("dtype")),
-        _shown(golden.get("dtype")),
-        _shown(target.get("shape")),
-        _shown(golden.get("shape")),
-        _shown(target.get("requires_grad")),
-        _shown(golden.get("requires_grad")),
+        shown(target.get("dtype")),
+        shown(golden.get("dtype")),
+        shown(target.get("shape")),
+        shown(golden.get("shape")),
+        shown(target.get("requires_grad")),
+        shown(golden.get("requires_grad")),
     ]
 
 
 def _statistics(fields: dict[str, Any]) -> list[str]:
-    return [_shown(fields.get(stored)) for _name, stored in col.STATISTICS]
+    return [shown(fields.get(stored)) for _name, stored in col.STATISTICS]
+
+
+def field_cell(row: PairedParam, field: str) -> str:
+    """The cell of a target's stored ``field`` (a metric or a statistic) in ``row``."""
+    assert row.target is not None
+    return shown(row.comparison.get(field, row.target.fields.get(field)))
 
 
 def result_cell(row: PairedParam) -> str:
     """The row's Result cell: a parameter nothing was compared with passes."""
-    return _shown(row.comparison.get(col.RESULT, "pass"))
+    return shown(row.comparison.get(col.RESULT, "pass"))
 
 
 def _verdict(row: PairedParam) -> list[str]:
@@ -125,9 +132,9 @@ def _verdict(row: PairedParam) -> list[str]:
     if consistent is None:
         consistent = "True" if row.golden is not None else "False"
     return [
-        _shown(consistent),
+        shown(consistent),
         result_cell(row),
-        _shown(comparison.get(col.ERR_MESSAGE, "[]")),
+        shown(comparison.get(col.ERR_MESSAGE, "[]")),
     ]
 
 
@@ -146,12 +153,12 @@ def row_cells(
     target, golden = _fields(row, "target"), _fields(row, "golden")
     cells = _basic(row, target, golden)
     if mode is DataMode.MD5:
-        cells += [_shown(target.get("md5")), _shown(golden.get("md5"))]
+        cells += [shown(target.get("md5")), shown(golden.get("md5"))]
         cells += _verdict(row)
         cells.append(stack)
     else:
         comparison = row.comparison
-        cells += [_shown(comparison.get(name)) for name in _METRICS[mode]]
+        cells += [shown(comparison.get(name)) for name in METRIC_NAMES[mode]]
         cells += _statistics(target)
         cells += _statistics(golden) if row.golden is not None else [NA] * 4
         cells += _verdict(row)

@@ -34,7 +34,6 @@ from graphboard.table import columns as col
 from graphboard.table.export_csv import csv_text_chunks
 from graphboard.table.export_xlsx import xlsx_rows_chunks
 from graphboard.table.pages import (
-    INDEXED_SORTS,
     IndexDisagrees,
     IndexedTable,
     indexed_select,
@@ -129,8 +128,8 @@ def _whole_table(
 
 
 _INDEXED = (
-    "the table's own order, a Result filter and a sort by Result or "
-    f"{col.STARTS_HERE} page without it"
+    f"the table's own order, a Result filter and a sort by Result, {col.STARTS_HERE}, a "
+    "metric or an NPU statistic page without it"
 )
 
 
@@ -138,7 +137,7 @@ def _needs_whole(name: str | None, sort: str | None) -> str:
     """What in a request the row index cannot answer."""
     if name:
         return "a filter by name"
-    if sort in INDEXED_SORTS:  # the index sorts no Result other than the verdicts and N/A
+    if sort == col.RESULT:  # the index sorts no Result other than the verdicts and N/A
         return f"a sort by {sort} where a Result is not {', '.join(RESULT_CELLS)}"
     return f"a sort by {sort}"
 
