@@ -1,11 +1,13 @@
 """The table's pages made from its row index (:mod:`graphboard.table.row_index`), never from
 the whole table: which rows are shown, in what order, and the cells of the rows asked for.
 
-What the index answers alone: the table's own order (either way), the Result filter, and the
-sorts by a verdict column (Result, Divergence Starts Here), so the errors-first view too. A
-name filter or a sort by any other column needs every row's cell: the caller takes the whole
-table (:func:`graphboard.table.query.select`) for those. The rows shown are exactly the ones
-``select`` shows for the same request: the same severity order, ties in table order.
+What the index answers: the table's own order (either way), the Result filter and the sorts
+by a verdict column (Result, Divergence Starts Here: the errors-first view) from the index
+alone; a name filter and a sort by a target's stored field (a metric, an NPU statistic) by
+one more SQL pass over the target's dicts, kept per file. A sort by a golden's column needs
+every row made: the caller takes the whole table (:func:`graphboard.table.query.select`).
+The rows shown are exactly the ones ``select`` shows for the same request: the same order,
+ties in table order.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from graphboard.table.row_index import (
     RESULT_CELLS,
     RowIndex,
     read_field_cells,
+    read_name_hits,
     read_row_index,
     result_code,
 )
@@ -158,6 +161,37 @@ def _field_order(table: IndexedTable, sort: str, descending: bool) -> Rows | Non
         return None
 
 
+Hits = npt.NDArray[np.bool_]
+
+
+def _hits_bytes(hits: Hits) -> int:
+    return hits.nbytes
+
+
+# Rows a name filter keeps, by (file identity, step, rank, lower-cased name): a byte a row.
+NAME_HITS: ViewCache[Hits] = ViewCache(max_nodes=64 << 20, weigh=_hits_bytes)
+
+
+def _name_hits(table: IndexedTable, name: str) -> Hits | None:
+    """Whether each row's NPU Name contains ``name`` (any case), as ``select`` filters."""
+    db = table.db
+
+    def load() -> Hits:
+        overlaid = db.stored_nodes_at(table.target, sorted(db.manual_data(table.target)))
+        hits = read_name_hits(
+            db.conn, table.target, overlaid, table.index, name, deadline=table.deadline
+        )
+        if hits is None:
+            raise _NotIndexed(f"{db.path.name}: a stored name")
+        return hits
+
+    key = (db.identity, table.target.step, table.target.rank, name.lower())
+    try:
+        return NAME_HITS.get(key, load)
+    except _NotIndexed:
+        return None
+
+
 def _ranked(cells: list[str], descending: bool) -> npt.NDArray[np.int64]:
     """Each cell's place in a sort by ``cells`` as ``query.select`` sorts a level column."""
     keys = [severity_key(cell) for cell in cells]
@@ -198,7 +232,7 @@ def indexed_select(
     None when it cannot tell (a name filter, a sort by a column it does not hold)."""
     if sort is not None and sort not in table.columns:
         raise ValueError(f"sort: no column {sort!r} (columns: {', '.join(table.columns)})")
-    if name or (sort is not None and sort not in indexed_sorts(table.mode)):
+    if sort is not None and sort not in indexed_sorts(table.mode):
         return None
     index = table.index
     if sort is None:
@@ -213,11 +247,16 @@ def indexed_select(
         if found is None:
             return None
         order = found
+    keep = None
     if results:
         wanted = [result_code(result) for result in set(results)]
         keep = np.isin(index.results, [code for code in wanted if code != OTHER])
-        order = order[keep[order]]
-    return order
+    if name:
+        hits = _name_hits(table, name)
+        if hits is None:
+            return None
+        keep = hits if keep is None else keep & hits
+    return order if keep is None else order[keep[order]]
 
 
 def rows_at(

@@ -14,6 +14,7 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -195,3 +196,68 @@ def read_field_cells(
     except sqlite3.OperationalError:  # malformed JSON in a stored dict
         return None
     return cells if len(cells) == len(index) else None
+
+
+def _name_marks(column: str) -> str:
+    # the name itself where SQLite's lower() (ASCII only) may not lower it as Python does
+    # (a character outside ' '..'~'), else 1: it holds the needle, 0: it does not
+    return (
+        "(SELECT json_group_array(CASE WHEN j.key GLOB '*[^ -~]*' THEN j.key "
+        "WHEN instr(lower(j.key), :needle) > 0 THEN 1 ELSE 0 END) "
+        f"FROM json_each(nullif(t.{column}, '')) j WHERE j.type = 'object')"
+    )
+
+
+_NAME_QUERY = (
+    f"SELECT t.node_order, {_name_marks('input_data')}, {_name_marks('output_data')} "
+    "FROM main.tb_nodes t WHERE t.step = :step AND t.rank = :rank AND t.data_source = :side "
+    "AND (t.input_data NOT IN ('', '{}') OR t.output_data NOT IN ('', '{}')) "
+    "ORDER BY t.node_order"
+)
+
+
+def read_name_hits(
+    conn: sqlite3.Connection,
+    key: GraphKey,
+    overlaid: Mapping[int, StoredNode],
+    index: RowIndex,
+    needle: str,
+    *,
+    deadline: float | None = None,
+) -> npt.NDArray[np.bool_] | None:
+    """Whether each row's NPU Name (its parameter's stored name) contains ``needle`` in any
+    case, as the whole table's name filter says (``NameIndex``: Python's lower() of both);
+    None when the stored dicts do not read as the index says."""
+    lowered = needle.lower()
+    hits = np.zeros(len(index), dtype=bool)
+    if "\n" in lowered:  # no name holds one, as the whole table's filter says
+        return hits
+    wanted = {
+        int(order): (int(start), int(end))
+        for order, start, end in zip(index.orders, index.starts[:-1], index.starts[1:], strict=True)
+    }
+    bound = {"needle": lowered, "step": key.step, "rank": key.rank, "side": key.side}
+    try:
+        for seen, (order, inputs, outputs) in enumerate(conn.execute(_NAME_QUERY, bound)):
+            if deadline is not None and seen % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+                raise TableTooSlow(
+                    f"the names of step {key.step}, rank {key.rank} took too long to search"
+                )
+            span = wanted.get(order)
+            if span is None:
+                continue
+            node = overlaid.get(order)
+            marks: list[Any] = (
+                [row.target.name for row in paired_stored(node, None) if row.target is not None]
+                if node is not None
+                else [*orjson.loads(inputs), *orjson.loads(outputs)]
+            )
+            start, end = span
+            if len(marks) != end - start:
+                return None
+            hits[start:end] = [
+                lowered in mark.lower() if isinstance(mark, str) else bool(mark) for mark in marks
+            ]
+    except sqlite3.OperationalError:  # malformed JSON in a stored dict
+        return None
+    return hits

@@ -37,6 +37,7 @@ from graphboard.table.pages import (
     IndexDisagrees,
     IndexedTable,
     indexed_select,
+    indexed_sorts,
     indexed_table,
     rows_at,
 )
@@ -128,18 +129,18 @@ def _whole_table(
 
 
 _INDEXED = (
-    f"the table's own order, a Result filter and a sort by Result, {col.STARTS_HERE}, a "
-    "metric or an NPU statistic page without it"
+    f"the table's own order, the Result and name filters and a sort by Result, "
+    f"{col.STARTS_HERE}, a metric or an NPU statistic page without it"
 )
 
 
-def _needs_whole(name: str | None, sort: str | None) -> str:
-    """What in a request the row index cannot answer."""
-    if name:
-        return "a filter by name"
+def _needs_whole(indexed: IndexedTable, name: str | None, sort: str | None) -> str:
+    """What in a request the row index could not answer."""
+    if sort is not None and sort not in indexed_sorts(indexed.mode):
+        return f"a sort by {sort}"
     if sort == col.RESULT:  # the index sorts no Result other than the verdicts and N/A
         return f"a sort by {sort} where a Result is not {', '.join(RESULT_CELLS)}"
-    return f"a sort by {sort}"
+    return "a filter by name" if name else f"a sort by {sort}"
 
 
 def _indexed(db: VisDb, step: int, rank: int) -> IndexedTable | None:
@@ -214,7 +215,7 @@ def table_page(
                 pass  # the whole table answers
             else:
                 return _page(indexed.columns, rows, start, limit, len(shown))
-    needs = _needs_whole(name, sort) if indexed is not None and (name or sort) else None
+    needs = _needs_whole(indexed, name, sort) if indexed is not None and (name or sort) else None
     table = _whole_table(db, step, rank, settings, needs)
     shown = _shown(select, table, result, name, sort, descending)
     window = shown[start : start + limit]
@@ -284,7 +285,7 @@ def table_export(
         columns = indexed.columns
         cells: Iterator[Sequence[str]] = (cells for _node, cells in rows_at(indexed, shown))
     else:
-        needs = _needs_whole(name, sort) if indexed is not None else None
+        needs = _needs_whole(indexed, name, sort) if indexed is not None else None
         table = _whole_table(db, step, rank, settings, needs)
         shown = _shown(select, table, result, name, sort, descending)
         columns = table.columns
