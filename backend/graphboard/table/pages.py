@@ -12,8 +12,9 @@ ties in table order.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +22,7 @@ import numpy.typing as npt
 from graphboard.compare.result import DataMode
 from graphboard.errors import GraphboardError
 from graphboard.store.graph_views import ViewCache
-from graphboard.store.reader import GraphKey, VisDb
+from graphboard.store.reader import GraphKey, StoredNode, VisDb
 from graphboard.table import columns as col
 from graphboard.table.query import LEVEL_COLUMNS, Rows, own_order, severity_key, sorted_positions
 from graphboard.table.row_index import (
@@ -86,8 +87,7 @@ def indexed_table(
     view = db.view(target)
 
     def load() -> RowIndex:
-        overlaid = db.stored_nodes_at(target, sorted(db.manual_data(target)))
-        made = read_row_index(db.conn, target, overlaid, deadline=deadline)
+        made = read_row_index(db.conn, target, _overlaid(db, target), deadline=deadline)
         if made is None:
             raise IndexDisagrees(f"{db.path.name}: a stored dict is not JSON SQLite reads")
         return made
@@ -130,66 +130,63 @@ class _NotIndexed(GraphboardError):
     """The stored dicts do not read as the index says."""
 
 
-def _order_bytes(order: Rows) -> int:
-    return order.nbytes
+def _array_bytes(array: npt.NDArray[Any]) -> int:
+    return array.nbytes
 
 
-# Orders of a sort by a target's field, by (file identity, step, rank, column, descending):
-# 8 bytes a row.
-FIELD_ORDERS: ViewCache[Rows] = ViewCache(max_nodes=64 << 20, weigh=_order_bytes)
+# What a sort by a target's field (its row order: 8 bytes a row) or a name filter (the rows
+# it keeps: a byte a row) read of a graph, by (file identity, step, rank, what was asked).
+READ_BY_REQUEST: ViewCache[npt.NDArray[Any]] = ViewCache(max_nodes=64 << 20, weigh=_array_bytes)
+
+
+def _overlaid(db: VisDb, key: GraphKey) -> dict[int, StoredNode]:
+    """The nodes a user's pairing rescored, with the dicts that stand in for the stored ones."""
+    return db.stored_nodes_at(key, sorted(db.manual_data(key)))
+
+
+def _read_once(
+    table: IndexedTable,
+    asked: tuple[Any, ...],
+    read: Callable[[dict[int, StoredNode]], npt.NDArray[Any] | None],
+) -> npt.NDArray[Any] | None:
+    """``read(overlaid)`` of ``table``'s graph for what was ``asked``, cached; None when the
+    stored dicts do not read as the index says."""
+    db, key = table.db, table.target
+
+    def load() -> npt.NDArray[Any]:
+        made = read(_overlaid(db, key))
+        if made is None:
+            raise _NotIndexed(f"{db.path.name}: {asked}")
+        return made
+
+    try:
+        return READ_BY_REQUEST.get((db.identity, key.step, key.rank, *asked), load)
+    except _NotIndexed:
+        return None
 
 
 def _field_order(table: IndexedTable, sort: str, descending: bool) -> Rows | None:
     """Row positions sorted by a column of a target's stored field, as ``select`` sorts it."""
     field = target_fields(table.mode)[sort]
-    db = table.db
 
-    def load() -> Rows:
-        overlaid = db.stored_nodes_at(table.target, sorted(db.manual_data(table.target)))
+    def read(overlaid: dict[int, StoredNode]) -> Rows | None:
         cells = read_field_cells(
-            db.conn, table.target, overlaid, table.index, field, deadline=table.deadline
+            table.db.conn, table.target, overlaid, table.index, field, deadline=table.deadline
         )
-        if cells is None:
-            raise _NotIndexed(f"{db.path.name}: {field} of a stored dict")
-        return sorted_positions(cells, sort, descending)
+        return None if cells is None else sorted_positions(cells, sort, descending)
 
-    try:
-        return FIELD_ORDERS.get(
-            (db.identity, table.target.step, table.target.rank, sort, descending), load
-        )
-    except _NotIndexed:
-        return None
+    return _read_once(table, ("sort", sort, descending), read)
 
 
-Hits = npt.NDArray[np.bool_]
-
-
-def _hits_bytes(hits: Hits) -> int:
-    return hits.nbytes
-
-
-# Rows a name filter keeps, by (file identity, step, rank, lower-cased name): a byte a row.
-NAME_HITS: ViewCache[Hits] = ViewCache(max_nodes=64 << 20, weigh=_hits_bytes)
-
-
-def _name_hits(table: IndexedTable, name: str) -> Hits | None:
+def _name_hits(table: IndexedTable, name: str) -> npt.NDArray[np.bool_] | None:
     """Whether each row's NPU Name contains ``name`` (any case), as ``select`` filters."""
-    db = table.db
 
-    def load() -> Hits:
-        overlaid = db.stored_nodes_at(table.target, sorted(db.manual_data(table.target)))
-        hits = read_name_hits(
-            db.conn, table.target, overlaid, table.index, name, deadline=table.deadline
+    def read(overlaid: dict[int, StoredNode]) -> npt.NDArray[np.bool_] | None:
+        return read_name_hits(
+            table.db.conn, table.target, overlaid, table.index, name, deadline=table.deadline
         )
-        if hits is None:
-            raise _NotIndexed(f"{db.path.name}: a stored name")
-        return hits
 
-    key = (db.identity, table.target.step, table.target.rank, name.lower())
-    try:
-        return NAME_HITS.get(key, load)
-    except _NotIndexed:
-        return None
+    return _read_once(table, ("name", name.lower()), read)
 
 
 def _ranked(cells: list[str], descending: bool) -> npt.NDArray[np.int64]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy.typing as npt
 import orjson
 
 from graphboard.store.graph_views import GraphKey
-from graphboard.store.param_pairs import paired_stored
+from graphboard.store.param_pairs import PairedParam, paired_stored
 from graphboard.store.reader import StoredNode
 from graphboard.table.rows import NA, TableTooSlow, field_cell, result_cell, shown
 
@@ -92,11 +92,7 @@ def result_code(cell: str) -> int:
 
 def _own_letters(node: StoredNode) -> str:
     """A node's letters, from the table's own Result cells (a node a user's pairing rescored)."""
-    return "".join(
-        _ALL_LETTERS[result_code(result_cell(row))]
-        for row in paired_stored(node, None)
-        if row.target is not None
-    )
+    return "".join(_ALL_LETTERS[result_code(result_cell(row))] for row in _target_rows(node))
 
 
 def read_row_index(
@@ -136,21 +132,69 @@ def read_row_index(
     return RowIndex(np.asarray(orders, np.int32), starts, np.frombuffer(codes, np.uint8).copy())
 
 
-def _field_values(column: str) -> str:
-    return (
-        f"(SELECT json_group_array(j.value -> :path) FROM json_each(nullif(t.{column}, '')) j "
-        "WHERE j.type = 'object')"
-    )
-
-
-# One stored field of every parameter, as JSON (an absent field is null, as a null one: both
-# show N/A), a node's in one array a side.
-_FIELD_QUERY = (
-    f"SELECT t.node_order, {_field_values('input_data')}, {_field_values('output_data')} "
+_SIDES = ("input_data", "output_data")
+_BY_NODE = (
     "FROM main.tb_nodes t WHERE t.step = :step AND t.rank = :rank AND t.data_source = :side "
     "AND (t.input_data NOT IN ('', '{}') OR t.output_data NOT IN ('', '{}')) "
     "ORDER BY t.node_order"
 )
+
+
+def _per_param(expression: str) -> str:
+    """A query of ``expression`` for each parameter (``j``: its entry in a stored dict), a
+    node at a time, in node order, as a JSON array a side."""
+    arrays = ", ".join(
+        f"(SELECT json_group_array({expression}) FROM json_each(nullif(t.{column}, '')) j "
+        "WHERE j.type = 'object')"
+        for column in _SIDES
+    )
+    return f"SELECT t.node_order, {arrays} {_BY_NODE}"
+
+
+class _Disagrees(Exception):
+    """A node's parameters are not as many as the index says."""
+
+
+def _values_by_node(
+    conn: sqlite3.Connection,
+    query: str,
+    bound: dict[str, object],
+    index: RowIndex,
+    own: Callable[[StoredNode], list[Any]],
+    overlaid: Mapping[int, StoredNode],
+    deadline: float | None,
+) -> Iterator[tuple[int, int, list[Any]]]:
+    """(first row, end row, a value a row) of each node of ``index``, from the arrays of a
+    ``_per_param`` query, or ``own(node)`` for a node a user's pairing rescored."""
+    spans = {
+        int(order): (int(start), int(end))
+        for order, start, end in zip(index.orders, index.starts[:-1], index.starts[1:], strict=True)
+    }
+    step, rank, side = bound["step"], bound["rank"], bound["side"]
+    for seen, (order, inputs, outputs) in enumerate(conn.execute(query, bound)):
+        if deadline is not None and seen % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+            raise TableTooSlow(f"the rows of step {step}, rank {rank} ({side}) took too long")
+        span = spans.get(order)
+        if span is None:
+            continue
+        node = overlaid.get(order)
+        values = own(node) if node is not None else [*orjson.loads(inputs), *orjson.loads(outputs)]
+        if len(values) != span[1] - span[0]:
+            raise _Disagrees
+        yield span[0], span[1], values
+
+
+def _graph(key: GraphKey) -> dict[str, object]:
+    return {"step": key.step, "rank": key.rank, "side": key.side}
+
+
+def _target_rows(node: StoredNode) -> list[PairedParam]:
+    return [row for row in paired_stored(node, None) if row.target is not None]
+
+
+# One stored field of every parameter, as JSON (an absent field is null, as a null one: both
+# show N/A).
+_FIELD_QUERY = _per_param("j.value -> :path")
 
 
 def read_field_cells(
@@ -165,54 +209,29 @@ def read_field_cells(
     """The cell of every row of ``index`` (in table order) whose column shows the target's
     stored ``field`` (a metric, an NPU statistic), as ``rows.row_cells`` shows it; None when
     the stored dicts do not read as the index says (the whole table answers then)."""
-    cells: list[str] = []
-    wanted = {
-        int(order): int(end - start)
-        for order, start, end in zip(index.orders, index.starts[:-1], index.starts[1:], strict=True)
-    }
     path = '$."' + field.replace('"', '\\"') + '"'
-    bound = {"path": path, "step": key.step, "rank": key.rank, "side": key.side}
+    cells: list[str] = []
     try:
-        for seen, (order, inputs, outputs) in enumerate(conn.execute(_FIELD_QUERY, bound)):
-            if deadline is not None and seen % _CHECK_EVERY == 0 and time.monotonic() > deadline:
-                raise TableTooSlow(
-                    f"the rows of step {key.step}, rank {key.rank} took too long to sort"
-                )
-            count = wanted.get(order)
-            if count is None:
-                continue
-            node = overlaid.get(order)
-            if node is not None:
-                found = [
-                    field_cell(row, field)
-                    for row in paired_stored(node, None)
-                    if row.target is not None
-                ]
-            else:
-                found = [shown(value) for value in (*orjson.loads(inputs), *orjson.loads(outputs))]
-            if len(found) != count:
-                return None
-            cells += found
-    except sqlite3.OperationalError:  # malformed JSON in a stored dict
+        for _start, _end, values in _values_by_node(
+            conn,
+            _FIELD_QUERY,
+            {**_graph(key), "path": path},
+            index,
+            lambda node: [field_cell(row, field) for row in _target_rows(node)],
+            overlaid,
+            deadline,
+        ):
+            cells += map(shown, values)  # shown() of a cell is the cell
+    except (sqlite3.OperationalError, _Disagrees):  # malformed JSON, another count
         return None
     return cells if len(cells) == len(index) else None
 
 
-def _name_marks(column: str) -> str:
-    # the name itself where SQLite's lower() (ASCII only) may not lower it as Python does
-    # (a character outside ' '..'~'), else 1: it holds the needle, 0: it does not
-    return (
-        "(SELECT json_group_array(CASE WHEN j.key GLOB '*[^ -~]*' THEN j.key "
-        "WHEN instr(lower(j.key), :needle) > 0 THEN 1 ELSE 0 END) "
-        f"FROM json_each(nullif(t.{column}, '')) j WHERE j.type = 'object')"
-    )
-
-
-_NAME_QUERY = (
-    f"SELECT t.node_order, {_name_marks('input_data')}, {_name_marks('output_data')} "
-    "FROM main.tb_nodes t WHERE t.step = :step AND t.rank = :rank AND t.data_source = :side "
-    "AND (t.input_data NOT IN ('', '{}') OR t.output_data NOT IN ('', '{}')) "
-    "ORDER BY t.node_order"
+# The name itself where SQLite's lower() (ASCII only) may not lower it as Python does (a
+# character outside ' '..'~'), else 1: it holds the needle, 0: it does not.
+_NAME_QUERY = _per_param(
+    "CASE WHEN j.key GLOB '*[^ -~]*' THEN j.key "
+    "WHEN instr(lower(j.key), :needle) > 0 THEN 1 ELSE 0 END"
 )
 
 
@@ -232,32 +251,19 @@ def read_name_hits(
     hits = np.zeros(len(index), dtype=bool)
     if "\n" in lowered:  # no name holds one, as the whole table's filter says
         return hits
-    wanted = {
-        int(order): (int(start), int(end))
-        for order, start, end in zip(index.orders, index.starts[:-1], index.starts[1:], strict=True)
-    }
-    bound = {"needle": lowered, "step": key.step, "rank": key.rank, "side": key.side}
     try:
-        for seen, (order, inputs, outputs) in enumerate(conn.execute(_NAME_QUERY, bound)):
-            if deadline is not None and seen % _CHECK_EVERY == 0 and time.monotonic() > deadline:
-                raise TableTooSlow(
-                    f"the names of step {key.step}, rank {key.rank} took too long to search"
-                )
-            span = wanted.get(order)
-            if span is None:
-                continue
-            node = overlaid.get(order)
-            marks: list[Any] = (
-                [row.target.name for row in paired_stored(node, None) if row.target is not None]
-                if node is not None
-                else [*orjson.loads(inputs), *orjson.loads(outputs)]
-            )
-            start, end = span
-            if len(marks) != end - start:
-                return None
+        for start, end, marks in _values_by_node(
+            conn,
+            _NAME_QUERY,
+            {**_graph(key), "needle": lowered},
+            index,
+            lambda node: [row.target.name for row in _target_rows(node) if row.target],
+            overlaid,
+            deadline,
+        ):
             hits[start:end] = [
                 lowered in mark.lower() if isinstance(mark, str) else bool(mark) for mark in marks
             ]
-    except sqlite3.OperationalError:  # malformed JSON in a stored dict
+    except (sqlite3.OperationalError, _Disagrees):  # malformed JSON, another count
         return None
     return hits
