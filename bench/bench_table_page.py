@@ -77,7 +77,7 @@ def main() -> None:
                 answer = f"{response.status_code} {response.json()['error']['code']}"
                 lines = [
                     f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s ({first_cpu:.1f} s CPU) | - | - "
-                    f"| - | - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
+                    f"| - | - | - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
                 ]
                 print(response.json()["error"]["message"])
             else:
@@ -89,6 +89,8 @@ def main() -> None:
                     http, url, **q, limit=200, sort="MaxRelativeErr", descending=True
                 )
                 sorted_note = answer_of(response)
+                named_s, response = timed(http, url, **q, limit=200, name="linear_fc1")
+                named_note = answer_of(response)
                 after_sort = peak_rss_mb(process.pid)
                 start = time.perf_counter()
                 size = 0
@@ -103,7 +105,8 @@ def main() -> None:
                 lines = [
                     f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s ({first_cpu:.1f} s CPU) "
                     f"| {second:.3f} s | {errors_first:.2f} s{errors_note} "
-                    f"| {sorted_s:.2f} s{sorted_note} | {first_byte:.2f} s / {export:.1f} s "
+                    f"| {sorted_s:.2f} s{sorted_note} | {named_s:.2f} s{named_note} "
+                    f"| {first_byte:.2f} s / {export:.1f} s "
                     f"({size / 1e6:.0f} MB) | {base_rss:.0f} / {after_first:.0f} / "
                     f"{after_sort:.0f} / {after_export:.0f} MB |"
                 ]
@@ -112,8 +115,9 @@ def main() -> None:
         process.wait(timeout=60)
     header = [
         "| file | first page | next page | errors first (sort=Result) | sorted by MaxRelativeErr "
-        "| CSV export: first byte / whole | peak RSS: started / first page / sorted / export |",
-        "|---|---|---|---|---|---|---|",
+        "| name filter (linear_fc1) | CSV export: first byte / whole "
+        "| peak RSS: started / first page / sorted and filtered / export |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(header + lines))
     if args.record:
