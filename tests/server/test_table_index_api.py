@@ -3,12 +3,15 @@ that counts them, nothing past the end, and a user's pairing followed at once.""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from graphboard.store.reader import open_vis_db
+from graphboard.table.cell_safety import inert_row
 from graphboard.table.columns import RESULT, STARTS_HERE
 from graphboard.table.pages import indexed_select, indexed_table, rows_at
 from graphboard.table.query import select
@@ -91,3 +94,19 @@ def test_pages_are_the_whole_table_and_follow_a_pairing(
             assert shown is not None
             made = [(node, list(cells)) for node, cells in rows_at(indexed, shown)]
             assert made == whole_rows(path, tmp_path, **request), request
+
+
+def test_downloads_hold_the_rows_shown_by_either_path(client: TestClient) -> None:
+    """A download from the index (a metric sort) and one from the whole table (a golden's
+    statistic) each hold the rows their pages show, in that order."""
+    graph = "ours/convnet-stats"
+    for shown in ({"sort": "MaxRelativeErr", "descending": True}, {"sort": "Bench max"}):
+        pages = client.get(
+            f"/api/graphs/{graph}/table", params={**AT, **shown, "limit": 1000}
+        ).json()
+        reply = client.get(f"/api/graphs/{graph}/table-export", params={**AT, **shown})
+        assert reply.status_code == 200, reply.text
+        lines = list(csv.reader(io.StringIO(reply.text)))
+        assert lines[0] == pages["columns"]
+        assert lines[1:] == [inert_row(item["cells"]) for item in pages["items"]]
+        assert len(lines) - 1 == pages["total"] > 300
