@@ -100,7 +100,11 @@ def test_downloads_hold_the_rows_shown_by_either_path(client: TestClient) -> Non
     """A download from the index (a metric sort) and one from the whole table (a golden's
     statistic) each hold the rows their pages show, in that order."""
     graph = "ours/convnet-stats"
-    for shown in ({"sort": "MaxRelativeErr", "descending": True}, {"sort": "Bench max"}):
+    views: list[dict[str, str | bool]] = [
+        {"sort": "MaxRelativeErr", "descending": True},
+        {"sort": "Bench max"},
+    ]
+    for shown in views:
         pages = client.get(
             f"/api/graphs/{graph}/table", params={**AT, **shown, "limit": 1000}
         ).json()
