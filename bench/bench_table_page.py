@@ -14,6 +14,7 @@ make_synthetic_dump.py and graph_build:
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import subprocess
 import time
@@ -31,10 +32,23 @@ def peak_rss_mb(pid: int) -> float:
     raise RuntimeError("no VmHWM")
 
 
-def timed(http: httpx.Client, url: str, **params: object) -> tuple[float, httpx.Response]:
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system): the machine's load does not change it."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(http: httpx.Client, url: str, **params: str | int | bool) -> tuple[float, httpx.Response]:
     start = time.perf_counter()
     response = http.get(url, params=params)
     return time.perf_counter() - start, response
+
+
+def answer_of(response: httpx.Response) -> str:
+    """Nothing for a page, else the refusal's status and code."""
+    if response.status_code == 200:
+        return ""
+    return f" ({response.status_code} {response.json()['error']['code']})"
 
 
 def main() -> None:
@@ -43,6 +57,7 @@ def main() -> None:
     parser.add_argument(
         "--record", action="store_true", help="append to bench/results/table_page.md"
     )
+    parser.add_argument("--note", default="", help="a line written above the recorded table")
     args = parser.parse_args()
     file: Path = args.file.resolve()
     graph = file.name.removesuffix(".vis.db")
@@ -54,21 +69,28 @@ def main() -> None:
             base_rss = peak_rss_mb(process.pid)
             url = f"/api/graphs/{graph}/table"
             q = {"step": 0, "rank": 0}
+            cpu = cpu_seconds(process.pid)
             first, response = timed(http, url, **q, limit=200)
+            first_cpu = cpu_seconds(process.pid) - cpu
             after_first = peak_rss_mb(process.pid)
             if response.status_code != 200:
                 answer = f"{response.status_code} {response.json()['error']['code']}"
                 lines = [
-                    f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s | - | - "
-                    f"| - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
+                    f"| {file.stat().st_size / 1e9:.2f} GB | {answer} after {first:.1f} s ({first_cpu:.1f} s CPU) | - | - "
+                    f"| - | - | - | {base_rss:.0f} / {after_first:.0f} / - / - MB |"
                 ]
                 print(response.json()["error"]["message"])
             else:
                 total = response.json()["total"]
                 second, response = timed(http, url, **q, limit=200, cursor=200)
+                errors_first, response = timed(http, url, **q, limit=200, sort="Result")
+                errors_note = answer_of(response)
                 sorted_s, response = timed(
                     http, url, **q, limit=200, sort="MaxRelativeErr", descending=True
                 )
+                sorted_note = answer_of(response)
+                named_s, response = timed(http, url, **q, limit=200, name="linear_fc1")
+                named_note = answer_of(response)
                 after_sort = peak_rss_mb(process.pid)
                 start = time.perf_counter()
                 size = 0
@@ -81,8 +103,10 @@ def main() -> None:
                 export = time.perf_counter() - start
                 after_export = peak_rss_mb(process.pid)
                 lines = [
-                    f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s "
-                    f"| {second:.3f} s | {sorted_s:.2f} s | {first_byte:.2f} s / {export:.1f} s "
+                    f"| {file.stat().st_size / 1e9:.2f} GB, {total:,} rows | {first:.2f} s ({first_cpu:.1f} s CPU) "
+                    f"| {second:.3f} s | {errors_first:.2f} s{errors_note} "
+                    f"| {sorted_s:.2f} s{sorted_note} | {named_s:.2f} s{named_note} "
+                    f"| {first_byte:.2f} s / {export:.1f} s "
                     f"({size / 1e6:.0f} MB) | {base_rss:.0f} / {after_first:.0f} / "
                     f"{after_sort:.0f} / {after_export:.0f} MB |"
                 ]
@@ -90,8 +114,10 @@ def main() -> None:
         process.terminate()
         process.wait(timeout=60)
     header = [
-        "| file | first page | next page | sorted page | CSV export: first byte / whole | peak RSS: started / first page / sorted / export |",
-        "|---|---|---|---|---|---|",
+        "| file | first page | next page | errors first (sort=Result) | sorted by MaxRelativeErr "
+        "| name filter (linear_fc1) | CSV export: first byte / whole "
+        "| peak RSS: started / first page / sorted and filtered / export |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(header + lines))
     if args.record:

@@ -16,6 +16,7 @@ evaluates (:mod:`graphboard.table.export_xlsx`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?")
@@ -28,5 +29,5 @@ def inert_cell(cell: str) -> str:
     return cell
 
 
-def inert_row(cells: tuple[str, ...]) -> list[str]:
+def inert_row(cells: Sequence[str]) -> list[str]:
     return [inert_cell(cell) for cell in cells]

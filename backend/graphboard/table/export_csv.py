@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from graphboard.table.cell_safety import inert_row
@@ -20,16 +20,21 @@ ROWS_PER_CHUNK = 2000  # a few hundred KB of text per chunk
 
 
 def csv_chunks(table: CompareTable, rows: Iterable[int]) -> Iterator[str]:
-    """The CSV text, a chunk of rows at a time."""
+    """The CSV text of ``table``'s rows at ``rows``, a chunk of rows at a time."""
+    cells = table.cells
+    return csv_text_chunks(table.columns, (cells[int(row)] for row in rows))
+
+
+def csv_text_chunks(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Iterator[str]:
+    """The CSV text of a header and rows of cells, a chunk of rows at a time."""
     buffer = io.StringIO()
     plain = csv.writer(buffer, lineterminator="\n")
     # The csv module quotes a cell holding the line terminator's characters, but "\n" is ours:
     # a lone "\r" in a cell would go out bare, and a spreadsheet ends the row there.
     quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
-    plain.writerow(table.columns)
-    cells = table.cells
-    for count, row in enumerate(rows, start=1):
-        shown = inert_row(cells[int(row)])
+    plain.writerow(columns)
+    for count, cells in enumerate(rows, start=1):
+        shown = inert_row(cells)
         (quoted if any("\r" in cell for cell in shown) else plain).writerow(shown)
         if count % ROWS_PER_CHUNK == 0:
             yield buffer.getvalue()

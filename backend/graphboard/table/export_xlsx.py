@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 
 from graphboard.table import columns as col
@@ -143,12 +144,22 @@ class _Chunks:
 
 
 def xlsx_chunks(table: CompareTable, rows: Iterable[int]) -> Iterator[bytes]:
-    """The workbook's bytes, a few thousand rows at a time."""
+    """The workbook of ``table``'s rows at ``rows``, a few thousand rows at a time."""
     shown = [int(row) for row in rows]
-    letters = [column_letter(index + 1) for index in range(len(table.columns))]
-    span = f"A1:{letters[-1]}{len(shown) + 1}"
-    absolute_span = f"$A$1:${letters[-1]}${len(shown) + 1}"
-    result_at = table.columns.index(col.RESULT)
+    cells = table.cells
+    return xlsx_rows_chunks(table.columns, len(shown), (cells[row] for row in shown))
+
+
+def xlsx_rows_chunks(
+    columns: Sequence[str], count: int, rows: Iterable[Sequence[str]]
+) -> Iterator[bytes]:
+    """The workbook's bytes of a header and ``count`` rows of cells, a few thousand rows at a
+    time."""
+    letters = [column_letter(index + 1) for index in range(len(columns))]
+    span = f"A1:{letters[-1]}{count + 1}"
+    absolute_span = f"$A$1:${letters[-1]}${count + 1}"
+    result_at = columns.index(col.RESULT)
+    source = iter(rows)
     out = _Chunks()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as package:
         package.writestr("[Content_Types].xml", _CONTENT_TYPES)
@@ -171,16 +182,15 @@ def xlsx_chunks(table: CompareTable, rows: Iterable[int]) -> Iterator[bytes]:
                     '<pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>'
                     '<selection pane="bottomLeft" activeCell="A2" sqref="A2"/>'
                     "</sheetView></sheetViews><sheetData>"
-                    + _row(1, table.columns, letters, _HEADER_STYLE)
+                    + _row(1, columns, letters, _HEADER_STYLE)
                 ).encode()
             )
-            cells = table.cells
-            for start in range(0, len(shown), _ROWS_PER_WRITE):
-                chunk = []
-                for offset, row in enumerate(shown[start : start + _ROWS_PER_WRITE]):
-                    values = cells[row]
-                    style = _ROW_STYLES.get(values[result_at], 0)
-                    chunk.append(_row(start + offset + 2, values, letters, style))
+            written = 0
+            while chunk := [
+                _row(written + offset + 2, values, letters, _ROW_STYLES.get(values[result_at], 0))
+                for offset, values in enumerate(islice(source, _ROWS_PER_WRITE))
+            ]:
+                written += len(chunk)
                 sheet.write("".join(chunk).encode())
                 yield out.take()
             sheet.write(f'</sheetData><autoFilter ref="{span}"/></worksheet>'.encode())

@@ -5,7 +5,7 @@ a sort by any column, and a cached table per graph so paging does not rebuild it
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -48,22 +48,33 @@ def _sorted(table: CompareTable, column: str, descending: bool) -> Rows:
     on ``N/A`` rows; ties keep row order."""
     order = table.sorted_by.get((column, descending))
     if order is None:
-        index = table.columns.index(column)
-        key = severity_key if column in LEVEL_COLUMNS else sort_key
-        keys = [key(cells[index]) for cells in table.cells]
-        if descending:
-            keys = [(kind, -number, text) for kind, number, text in keys]
-        # stable: ties in row order; kept as 8 bytes a row, not a list of int objects
-        made = np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+        made = sorted_positions(table.column(column), column, descending)
         table.sorted_by[(column, descending)] = made
         return made
     return order
+
+
+def sorted_positions(cells: Sequence[str], column: str, descending: bool) -> Rows:
+    """Positions of ``cells`` (one column's, in row order) sorted as a sort by ``column``
+    orders them (see ``_sorted``)."""
+    key = severity_key if column in LEVEL_COLUMNS else sort_key
+    keys = [key(cell) for cell in cells]
+    if descending:
+        keys = [(kind, -number, text) for kind, number, text in keys]
+    # stable: ties in row order; kept as 8 bytes a row, not a list of int objects
+    return np.asarray(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
 def name_index(table: CompareTable) -> NameIndex:
     if table.name_index is None:
         table.name_index = NameIndex(table.column(col.NPU_NAME))
     return table.name_index
+
+
+def own_order(count: int, descending: bool) -> Rows:
+    """The table's own order of ``count`` rows (msprobe's), or its reverse."""
+    order: Rows = np.arange(count, dtype=np.int64)
+    return order[::-1] if descending else order
 
 
 def select(
@@ -88,9 +99,7 @@ def select(
             hits[name_index(table).containing(name)] = True
         keep &= hits
     if sort is None:
-        order: Rows = np.arange(len(table), dtype=np.int64)
-        if descending:
-            order = order[::-1]
+        order = own_order(len(table), descending)
     else:
         order = np.asarray(_sorted(table, sort, descending), dtype=np.int64)
     shown: Rows = order[keep[order]]

@@ -21,14 +21,14 @@ from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
-from graphboard.store.reader import GraphKey, VisDb, graphs, node_data, overlay
+from graphboard.store.reader import GraphKey, StoredNode, VisDb, graphs, node_data, overlay
 from graphboard.table import columns as col
 
 NA = "N/A"  # msprobe's cell for a value it does not have
 _NO_DATA_NAME = "-1"  # msprobe's data_name of a parameter saved to no file
 _CHECK_EVERY = 256  # nodes between two looks at the deadline
 _BATCH = 512  # target nodes read at once, with their golden counterparts (one IN query)
-_METRICS = {DataMode.SUMMARY: SUMMARY_METRIC_NAMES, DataMode.TENSOR: TENSOR_METRIC_NAMES}
+METRIC_NAMES = {DataMode.SUMMARY: SUMMARY_METRIC_NAMES, DataMode.TENSOR: TENSOR_METRIC_NAMES}
 
 
 class TableError(GraphboardError):
@@ -83,7 +83,8 @@ class CompareTable:
         return [cells[index] for cells in self.cells]
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
+    """A stored value as a cell shows it."""
     if value is None or value == "null":
         return NA
     return str(value)
@@ -99,17 +100,28 @@ def _basic(row: PairedParam, target: dict[str, Any], golden: dict[str, Any]) -> 
     return [
         row.target.name,
         row.golden.name if row.golden is not None else NA,
-        _shown(target.get("dtype")),
-        _shown(golden.get("dtype")),
-        _shown(target.get("shape")),
-        _shown(golden.get("shape")),
-        _shown(target.get("requires_grad")),
-        _shown(golden.get("requires_grad")),
+        shown(target.get("dtype")),
+        shown(golden.get("dtype")),
+        shown(target.get("shape")),
+        shown(golden.get("shape")),
+        shown(target.get("requires_grad")),
+        shown(golden.get("requires_grad")),
     ]
 
 
 def _statistics(fields: dict[str, Any]) -> list[str]:
-    return [_shown(fields.get(stored)) for _name, stored in col.STATISTICS]
+    return [shown(fields.get(stored)) for _name, stored in col.STATISTICS]
+
+
+def field_cell(row: PairedParam, field: str) -> str:
+    """The cell of a target's stored ``field`` (a metric or a statistic) in ``row``."""
+    assert row.target is not None
+    return shown(row.comparison.get(field, row.target.fields.get(field)))
+
+
+def result_cell(row: PairedParam) -> str:
+    """The row's Result cell: a parameter nothing was compared with passes."""
+    return shown(row.comparison.get(col.RESULT, "pass"))
 
 
 def _verdict(row: PairedParam) -> list[str]:
@@ -120,9 +132,9 @@ def _verdict(row: PairedParam) -> list[str]:
     if consistent is None:
         consistent = "True" if row.golden is not None else "False"
     return [
-        _shown(consistent),
-        _shown(comparison.get(col.RESULT, "pass")),
-        _shown(comparison.get(col.ERR_MESSAGE, "[]")),
+        shown(consistent),
+        result_cell(row),
+        shown(comparison.get(col.ERR_MESSAGE, "[]")),
     ]
 
 
@@ -141,12 +153,12 @@ def row_cells(
     target, golden = _fields(row, "target"), _fields(row, "golden")
     cells = _basic(row, target, golden)
     if mode is DataMode.MD5:
-        cells += [_shown(target.get("md5")), _shown(golden.get("md5"))]
+        cells += [shown(target.get("md5")), shown(golden.get("md5"))]
         cells += _verdict(row)
         cells.append(stack)
     else:
         comparison = row.comparison
-        cells += [_shown(comparison.get(name)) for name in _METRICS[mode]]
+        cells += [shown(comparison.get(name)) for name in METRIC_NAMES[mode]]
         cells += _statistics(target)
         cells += _statistics(golden) if row.golden is not None else [NA] * 4
         cells += _verdict(row)
@@ -158,7 +170,8 @@ def row_cells(
     return tuple(cells)
 
 
-def _mode_of(db: VisDb) -> DataMode:
+def mode_of(db: VisDb) -> DataMode:
+    """The data mode of a compare's table; TableError for a build or a mode with no table."""
     config = db.config()
     if not config.compare:
         raise TableError(f"{db.path.name}: a build, not a compare: there is no result table")
@@ -172,6 +185,39 @@ def _mode_of(db: VisDb) -> DataMode:
     return mode
 
 
+def graph_keys(db: VisDb, step: int, rank: int) -> tuple[GraphKey, GraphKey]:
+    """(target, golden) keys of the table at ``step``/``rank``; TableError when the file has
+    no target graph there."""
+    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
+    if not graphs.has_graph(db, target_key):
+        config = db.config()
+        raise TableError(
+            f"{db.path.name}: no graph for step {step}, rank {rank} "
+            f"(steps {config.steps}, ranks {config.ranks})"
+        )
+    return target_key, golden_key
+
+
+def starts_here_cell(code: int) -> str:
+    """The Divergence Starts Here cell of a node whose ``introduced`` code is ``code``."""
+    return (label_of_code(code) if code > 0 else None) or ""
+
+
+def node_rows(
+    mode: DataMode, node: StoredNode, golden: StoredNode | None, introduced: int
+) -> list[tuple[str, ...]]:
+    """The rows of one target node, in table order (its golden twin ``golden``, if any)."""
+    starts_here = starts_here_cell(introduced)
+    stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
+    made = []
+    for row in paired_stored(node, golden):
+        cells = row_cells(mode, row, stack, starts_here)
+        if cells is not None:
+            made.append(cells)
+            stack = NA
+    return made
+
+
 def build_table(
     db: VisDb,
     step: int,
@@ -183,14 +229,8 @@ def build_table(
     """The compare table of the target graph at ``step``/``rank``; past ``deadline``
     (``time.monotonic``), TableTooSlow; past ``max_bytes`` of rows, TableTooLarge (raised as
     the budget is crossed, never after the whole table was made)."""
-    mode = _mode_of(db)
-    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
-    if not graphs.has_graph(db, target_key):
-        config = db.config()
-        raise TableError(
-            f"{db.path.name}: no graph for step {step}, rank {rank} "
-            f"(steps {config.steps}, ranks {config.ranks})"
-        )
+    mode = mode_of(db)
+    target_key, golden_key = graph_keys(db, step, rank)
     view = overlay.graph_view(db, target_key)
     counterpart, introduced = view.columns["counterpart"], view.columns["introduced"]
     has_golden = graphs.has_graph(db, golden_key)
@@ -213,17 +253,13 @@ def build_table(
                     f"{db.path.name}: the table of step {step}, rank {rank} took too long"
                 )
             count += 1
-            rows = paired_stored(node, golden_nodes.get(golden_order))
-            code = int(introduced[node.node_order])
-            starts_here = (label_of_code(code) if code > 0 else None) or ""
-            stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
-            for row in rows:
-                cells = row_cells(mode, row, stack, starts_here)
-                if cells is not None:
-                    table.cells.append(cells)
-                    table.nodes.append(node.name)
-                    table.bytes += row_bytes(cells)
-                    stack = NA
+            made = node_rows(
+                mode, node, golden_nodes.get(golden_order), int(introduced[node.node_order])
+            )
+            for cells in made:
+                table.cells.append(cells)
+                table.nodes.append(node.name)
+                table.bytes += row_bytes(cells)
         if max_bytes is not None and table.bytes > max_bytes:
             raise TableTooLarge(
                 f"{db.path.name}: the table of step {step}, rank {rank} takes more than "

@@ -215,13 +215,16 @@ def iter_stored_nodes(db: VisDb, key: GraphKey, *, stacks: bool = False) -> Iter
     return _stored_rows(db, key, "ORDER BY t.node_order", (), stacks=stacks)
 
 
-def stored_nodes_at(db: VisDb, key: GraphKey, orders: Sequence[int]) -> dict[int, StoredNode]:
+def stored_nodes_at(
+    db: VisDb, key: GraphKey, orders: Sequence[int], *, stacks: bool = False
+) -> dict[int, StoredNode]:
     """The nodes holding parameters among ``orders`` (a batch: a few hundred), by order,
-    found on msprobe's (step, rank, data_source, node_order) index."""
+    found on msprobe's (step, rank, data_source, node_order) index; ``stacks`` adds each
+    node's stack."""
     if not orders:
         return {}
     marks = ", ".join("?" * len(orders))
-    found = _stored_rows(db, key, f"AND t.node_order IN ({marks})", tuple(orders))
+    found = _stored_rows(db, key, f"AND t.node_order IN ({marks})", tuple(orders), stacks=stacks)
     return {node.node_order: node for node in found}
 
 
