@@ -44,7 +44,6 @@ from graphboard.dump.records import Param, Role
 if TYPE_CHECKING:
     from graphboard.compare.noise_reference import NodeNoise
 
-RULES = ("msprobe", "dtype-aware")
 
 
 class Verdict(IntEnum):

@@ -1,8 +1,12 @@
 """The ``rules`` query parameter: which rule set's verdicts a read answers with.
 
-``msprobe`` (the default) is what tb_nodes' precision_index holds, as tb_graph_ascend shows
-it; ``dtype-aware`` is graphboard's second rule set (compare/dtype_aware.py), stored beside it
-at build time, so switching needs no rebuild.
+``dtype-aware`` (the default, compare/rule_sets.py ``DEFAULT_RULES``) is graphboard's rule
+set (compare/dtype_aware.py), stored beside msprobe's at build time, so switching needs no
+rebuild; ``msprobe`` is what tb_nodes' precision_index holds, as tb_graph_ascend shows it. A
+read that names no rule set answers under the default where the file holds its verdicts and
+under msprobe's where it does not (msprobe's files, a build, md5 mode:
+store/rule_columns.py ``file_default``); naming ``dtype-aware`` for such a file is refused
+with the reason.
 """
 
 from __future__ import annotations
@@ -12,22 +16,25 @@ from typing import Annotated, Literal
 from fastapi import Depends, Query
 
 from graphboard.server.deps import GraphDb
+from graphboard.store import rule_columns
 from graphboard.store.reader import VisDb
 
 RuleSet = Literal["msprobe", "dtype-aware"]
 RulesQuery = Annotated[
-    RuleSet,
+    RuleSet | None,
     Query(
-        description="the verdicts' rule set: msprobe's (tb_nodes.precision_index) or "
-        "graphboard's dtype-aware (a narrower floating target judged against the noise its "
-        "dtypes and inputs explain)"
+        description="the verdicts' rule set: graphboard's dtype-aware (a narrower floating "
+        "target judged against the noise its dtypes and inputs explain) or msprobe's "
+        "(tb_nodes.precision_index). Omitted: dtype-aware where the file holds its verdicts, "
+        "msprobe's where it does not (msprobe's files, a build, md5 mode)"
     ),
 ]
+DEFAULT_RULES: RuleSet | None = None  # the file's default: rule_columns.file_default
 
 
-def ruled_db(db: GraphDb, rules: RulesQuery = "msprobe") -> VisDb:
+def ruled_db(db: GraphDb, rules: RulesQuery = DEFAULT_RULES) -> VisDb:
     """The request's reader, answering under ``rules``."""
-    db.use_rules(rules)
+    db.use_rules(rules or rule_columns.file_default(db.conn))
     return db
 
 

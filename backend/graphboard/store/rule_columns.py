@@ -9,20 +9,21 @@ msprobe's) hold msprobe's verdicts only: :func:`rule_set_columns` says so.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from graphboard.compare.dtype_aware import RULES, Verdict
+from graphboard.compare.dtype_aware import Verdict
 from graphboard.compare.dtype_graph import GraphVerdicts
 from graphboard.compare.result import Level
+from graphboard.compare.rule_sets import DEFAULT_RULES, MSPROBE, RULES
 from graphboard.errors import StoreError
 from graphboard.graph.model import Graph
 from graphboard.store import arrays
 from graphboard.store.statements import Statements
 
-MSPROBE, DTYPE_AWARE = RULES
 LEVEL, INTRODUCED = "dtype_level", "dtype_introduced"
 RULE_COLUMNS = {LEVEL: "int8", INTRODUCED: "int8"}
 NOT_JUDGED = int(Verdict.NOT_JUDGED)
@@ -59,6 +60,25 @@ def check_rules(rules: str) -> str:
     if rules not in RULES:
         raise ValueError(f"unknown rule set {rules!r}: expected one of {', '.join(RULES)}")
     return rules
+
+
+def file_default(conn: sqlite3.Connection) -> str:
+    """The rule set a read of this file answers under when none is asked for:
+    :data:`DEFAULT_RULES` where the file holds dtype-aware verdicts that judge something,
+    msprobe's otherwise (msprobe's files, graphboard's before schema 3, a build, md5 mode,
+    whose checksums the dtype-aware rules do not judge: there they would show no error at all
+    where msprobe's show the mismatches)."""
+    if DEFAULT_RULES == MSPROBE:
+        return MSPROBE
+    try:
+        stored = conn.execute("SELECT data FROM gb_arrays WHERE name = ?", (LEVEL,))
+        for (data,) in stored:
+            level = np.frombuffer(data, dtype=RULE_COLUMNS[LEVEL])
+            if ((level >= 0) & (level != NOT_JUDGED)).any():
+                return DEFAULT_RULES
+    except sqlite3.OperationalError:  # no gb_arrays: msprobe's file
+        pass
+    return MSPROBE
 
 
 def has_rule_columns(columns: Columns) -> bool:
