@@ -1,8 +1,11 @@
 """The dtype-aware rule set's gb_arrays columns, and a graph's columns under either rule set.
 
-A compare's target graph gets two more gb_arrays columns (schema 3), in node_order:
-``dtype_level`` (-1 not scored, 0 pass, 1 warning, 2 error, 3 not judged: md5) and
-``dtype_introduced`` (0, or 2 where an error starts). msprobe's own level stays in ``level``
+A compare's target graph gets more gb_arrays columns (schema 3), in node_order:
+``dtype_level`` (-1 not scored, 0 pass, 1 warning, 2 error, 3 not judged: md5),
+``dtype_introduced`` (0, or 2 where an error starts) and, since issue 29's default switch,
+``dtype_excess`` (float32: how many times its band the node's own difference is,
+compare/dtype_aware.py ``band_excess``; -1 not judged; Trends' default statistic; files built
+before hold none and Trends says so). msprobe's own level stays in ``level``
 and ``tb_nodes.precision_index``. Files without them (graphboard's before schema 3,
 msprobe's) hold msprobe's verdicts only: :func:`rule_set_columns` says so.
 """
@@ -24,8 +27,9 @@ from graphboard.graph.model import Graph
 from graphboard.store import arrays
 from graphboard.store.statements import Statements
 
-LEVEL, INTRODUCED = "dtype_level", "dtype_introduced"
-RULE_COLUMNS = {LEVEL: "int8", INTRODUCED: "int8"}
+LEVEL, INTRODUCED, EXCESS = "dtype_level", "dtype_introduced", "dtype_excess"
+RULE_COLUMNS = {LEVEL: "int8", INTRODUCED: "int8", EXCESS: "float32"}
+NO_EXCESS = -1.0  # a node not judged (unscored, md5, an API collection)
 NOT_JUDGED = int(Verdict.NOT_JUDGED)
 NOT_JUDGED_LABEL = Verdict.NOT_JUDGED.label
 
@@ -47,11 +51,15 @@ def write(conn: Statements, graph: Graph) -> None:
         np.int8,
         len(ordered),
     )
+    excess = np.fromiter(
+        (verdicts.excess.get(node.name, NO_EXCESS) for node in ordered), np.float32, len(ordered)
+    )
     conn.executemany(
         "INSERT OR REPLACE INTO gb_arrays (graph_id, name, dtype, data) VALUES (?, ?, ?, ?)",
         [
             (graph.graph_id, LEVEL, RULE_COLUMNS[LEVEL], level.tobytes()),
             (graph.graph_id, INTRODUCED, RULE_COLUMNS[INTRODUCED], starts.tobytes()),
+            (graph.graph_id, EXCESS, RULE_COLUMNS[EXCESS], excess.tobytes()),
         ],
     )
 
@@ -136,3 +144,19 @@ def _roll_up_every_node(columns: Columns) -> None:
         error_leaves=errors,
         warning_leaves=warnings,
     )
+
+
+def subtree_excess(columns: Columns, stale: list[int]) -> npt.NDArray[np.float32] | None:
+    """Per node the largest ``dtype_excess`` in its subtree (None: the file holds none), so a
+    block's cell shows the call inside it where an error starts; ``stale`` nodes (rescored by
+    a manual match since the build) count as not judged."""
+    if EXCESS not in columns:
+        return None
+    worst = columns[EXCESS].astype(np.float32).copy()
+    if stale:
+        worst[stale] = NO_EXCESS
+    parent = columns["parent"]
+    for group in arrays.depth_groups(columns["depth"]):  # deepest first
+        group = group[parent[group] >= 0]
+        np.maximum.at(worst, parent[group], worst[group])
+    return worst
