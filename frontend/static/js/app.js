@@ -261,7 +261,7 @@ export class App {
     other.selected = null;
     other.markCounterpart(null);
     this.store.set({ selection: { side: pane.side, name } });
-    this.detailPanel.show(pane.side, name);
+    this.detailPanel.show(pane.side, name, data);
     this.matchPanel.selectionChanged(pane.side, data);
     this.filterPanel.results.highlight(name);
     this.searchPanel.results.highlight(name);
@@ -339,7 +339,7 @@ export class App {
     await Promise.all([this.panes.NPU.refreshNodes(targets), this.panes.Bench.refreshNodes(goldens)]);
     const selection = this.store.get().selection;
     if (selection) {
-      this.detailPanel.show(selection.side, selection.name);
+      this.detailPanel.show(selection.side, selection.name, this.panes[selection.side].model.get(selection.name));
       const data = this.panes[selection.side].model.get(selection.name);
       this.panes[OTHER[selection.side]].markCounterpart(data?.counterpart ?? null);
     }
