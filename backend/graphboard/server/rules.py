@@ -29,10 +29,10 @@ RulesQuery = Annotated[
         "msprobe's where it does not (msprobe's files, a build, md5 mode)"
     ),
 ]
-DEFAULT_RULES: RuleSet | None = None  # the file's default: rule_columns.file_default
+FILE_DEFAULT: RuleSet | None = None  # omitted: the file's default (rule_columns.file_default)
 
 
-def ruled_db(db: GraphDb, rules: RulesQuery = DEFAULT_RULES) -> VisDb:
+def ruled_db(db: GraphDb, rules: RulesQuery = FILE_DEFAULT) -> VisDb:
     """The request's reader, answering under ``rules``."""
     db.use_rules(rules or rule_columns.file_default(db.conn))
     return db

@@ -28,7 +28,7 @@ from graphboard.server.jobs.schemas import (
 )
 from graphboard.server.jobs.verdict import verdict
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
-from graphboard.server.rules import DEFAULT_RULES, RulesQuery
+from graphboard.server.rules import FILE_DEFAULT, RulesQuery
 from graphboard.store.reader import open_vis_db
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
@@ -90,7 +90,7 @@ def get_verdict(
     _token: TokenDep,
     session: CatalogSession,
     settings: SettingsDep,
-    rules: RulesQuery = DEFAULT_RULES,
+    rules: RulesQuery = FILE_DEFAULT,
 ) -> VerdictOut | RuledVerdictOut:
     """Nodes per verdict and overflow level over the target side (all steps and ranks),
     the first node that introduces an error, and the viewer URL that opens it."""
