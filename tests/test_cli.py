@@ -231,7 +231,8 @@ def _compare_dumps(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_a_compare_ends_with_what_it_found(tmp_path: Path, out: Path) -> None:
-    """The demo's summary lines on stderr, after the "wrote" line; stdout stays the path."""
+    """The demo's summary lines on stderr, after the "wrote" line; stdout stays the path. Under
+    the default rules, graphboard's dtype-aware: the output 5 against 1 far beyond its band."""
     target, golden = _compare_dumps(tmp_path)
     run = graph_build("-tp", target, "-gp", golden, "-o", out)
     assert run.returncode == 0, run.stderr
@@ -242,12 +243,17 @@ def test_a_compare_ends_with_what_it_found(tmp_path: Path, out: Path) -> None:
     wrote = next(i for i, line in enumerate(lines) if line.startswith("graph_build: wrote "))
     assert [shown_command(line) for line in lines[wrote + 1 :]] == [
         f"graph_build:  graph     {graph} (compare, summary mode, steps [0], ranks [0])",
+        "graph_build:  rules     dtype-aware",
         "graph_build:  nodes     8 pass, 0 warning, 1 error, 0 unmatched",
         "graph_build:  overflow  0 medium, 0 high, 0 critical",
         "graph_build:  first error: Torch.sum.0.forward (NPU step 0 rank 0); worst output.0 "
-        "MaxRelativeErr = 400.0%: error: the output's norm differs by more than 50% while the "
-        "inputs agree within 10%",
-        view_line(out, f"{server_for(out)}/?graph={graph}&step=0&rank=0&node=Torch.sum.0.forward"),
+        "d = 1.96, band 5.01e-07: error: d 1.96 beyond the band 5.01e-07 its inputs and own "
+        "rounding explain",
+        view_line(
+            out,
+            f"{server_for(out)}/?graph={graph}&step=0&rank=0&node=Torch.sum.0.forward"
+            "&rules=dtype-aware",
+        ),
     ]
 
 

@@ -50,19 +50,23 @@ def test_msprobes_file_gets_the_jobs_verdict_and_is_left_alone(tmp_path: Path) -
     failed = verdict(path)
     assert failed.returncode == 1, failed.stderr
     assert failed.stderr == ""
-    assert [shown_command(line) for line in failed.stdout.splitlines()] == [
-        "graphboard verdict: FAIL (1 error(s), more than the 0 allowed)",
-        f"  graph     {graph} (compare, summary mode, steps [0], ranks [0])",
-        "  nodes     81 pass, 8 warning, 1 error, 0 unmatched",  # API collections not counted
-        "  overflow  0 medium, 0 high, 0 critical",
-        "  first error: Functional.gelu.0.forward (NPU step 0 rank 0); worst input.approximate: "
-        "error: The scalar parameters of NPU and Bench are inconsistent.",
-        view_line(
-            path.parent,
-            f"{server_for(path.parent)}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward",
-            prefix="",
-        ),
-    ]
+    assert (
+        [shown_command(line) for line in failed.stdout.splitlines()]
+        == [
+            "graphboard verdict: FAIL (1 error(s), more than the 0 allowed)",
+            f"  graph     {graph} (compare, summary mode, steps [0], ranks [0])",
+            "  rules     msprobe",  # msprobe's file holds no dtype-aware verdicts: the default falls back
+            "  nodes     81 pass, 8 warning, 1 error, 0 unmatched",  # API collections not counted
+            "  overflow  0 medium, 0 high, 0 critical",
+            "  first error: Functional.gelu.0.forward (NPU step 0 rank 0); worst input.approximate: "
+            "error: The scalar parameters of NPU and Bench are inconsistent.",
+            view_line(
+                path.parent,
+                f"{server_for(path.parent)}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward",
+                prefix="",
+            ),
+        ]
+    )
     passed = verdict(path, "--max-errors", "1")
     assert passed.returncode == 0, passed.stderr
     assert passed.stdout.startswith("graphboard verdict: PASS (1 error(s), at most 1 allowed)\n")
@@ -95,7 +99,7 @@ def test_graphboards_own_file_and_the_json_of_the_api(tmp_path: Path) -> None:
     target = tiny_model(loss=5.0).write(tmp_path / "target" / "step0" / "rank0")
     golden = tiny_model(loss=1.0).write(tmp_path / "golden" / "step0" / "rank0")
     path = run_build(BuildOptions(target=target, golden=golden, output_dir=tmp_path / "out")).path
-    run = verdict(path, "--json")
+    run = verdict(path, "--json", "--rules", "msprobe")  # msprobe's metrics, as the API's
     assert run.returncode == 1, run.stderr
     shown = json.loads(run.stdout)
     graph = path.name.removesuffix(".vis.db")

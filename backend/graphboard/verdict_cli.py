@@ -62,7 +62,7 @@ def file_verdict(
     rank: int | None = None,
     job_id: str | None = None,
     cache_dir: Path | None = None,
-    rules: str = "msprobe",
+    rules: str | None = None,
     diagnose_without_overflow: bool = True,
 ) -> VerdictOut:
     """The verdict of one .vis.db, its graph id that of ``graphboard serve --data-dir`` on the

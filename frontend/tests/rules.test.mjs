@@ -3,7 +3,7 @@ import { test } from 'node:test';
 
 import { createApi } from '../static/js/api.js';
 import { ruleVerdictRows, ruleVerdictSummary } from '../static/js/panels/rule_verdict.js';
-import { buildUrlSearch, parseUrlState, rulesParam } from '../static/js/url_state.js';
+import { buildUrlSearch, parseUrlState, rulesFor, rulesParam } from '../static/js/url_state.js';
 
 function fakeFetch() {
   const calls = [];
@@ -16,11 +16,13 @@ function fakeFetch() {
 
 const KEY = { side: 'NPU', step: 0, rank: 0 };
 
-test('verdict reads name the rule set only when it is dtype-aware', async () => {
+test('verdict reads name the rule set the viewer shows, none before a file is open', async () => {
   const { calls, fetchImpl } = fakeFetch();
   const api = createApi({ fetchImpl });
-  let rules = 'msprobe';
+  let rules = null;
   api.setRules(() => rules);
+  await api.firstError('g', KEY);
+  rules = 'msprobe';
   await api.firstError('g', KEY);
   rules = 'dtype-aware';
   await api.firstError('g', KEY);
@@ -32,6 +34,7 @@ test('verdict reads name the rule set only when it is dtype-aware', async () => 
   await api.node('g', KEY, 'M'); // the stored rows are msprobe's under either set
   assert.deepEqual(calls, [
     '/api/graphs/g/first-error?side=NPU&step=0&rank=0',
+    '/api/graphs/g/first-error?side=NPU&step=0&rank=0&rules=msprobe',
     '/api/graphs/g/first-error?side=NPU&step=0&rank=0&rules=dtype-aware',
     '/api/graphs/g/children?side=NPU&step=0&rank=0&parent=M&rules=dtype-aware',
     '/api/graphs/g/filter?side=NPU&step=0&rank=0&precision=error&rules=dtype-aware',
@@ -42,14 +45,28 @@ test('verdict reads name the rule set only when it is dtype-aware', async () => 
   ]);
 });
 
-test('the address keeps the rule set, msprobe the default left out', () => {
+test('the address keeps a rule set asked for, the file default (null) left out', () => {
   const view = { graph: 'g', step: 0, rank: 1, node: 'n', side: 'NPU', micro: -1 };
-  assert.equal(buildUrlSearch({ ...view, rules: 'msprobe' }), '?graph=g&step=0&rank=1&node=n');
-  const search = buildUrlSearch({ ...view, rules: 'dtype-aware' });
-  assert.equal(search, '?graph=g&step=0&rank=1&node=n&rules=dtype-aware');
-  assert.equal(rulesParam(search), 'dtype-aware');
-  assert.equal(rulesParam('?rules=evil'), 'msprobe');
+  assert.equal(buildUrlSearch({ ...view, rules: null }), '?graph=g&step=0&rank=1&node=n');
+  const search = buildUrlSearch({ ...view, rules: 'msprobe' });
+  assert.equal(search, '?graph=g&step=0&rank=1&node=n&rules=msprobe');
+  assert.equal(rulesParam(search), 'msprobe');
+  assert.equal(rulesParam('?rules=dtype-aware'), 'dtype-aware');
+  assert.equal(rulesParam('?rules=evil'), null);
+  assert.equal(rulesParam(''), null);
   assert.equal(parseUrlState(search).node, 'n');
+});
+
+test('a file is read under dtype-aware by default where it holds those verdicts', () => {
+  const ours = { default_rules: 'dtype-aware' };
+  const theirs = { default_rules: 'msprobe' }; // msprobe's file, a build, md5 mode
+  assert.equal(rulesFor(null, ours), 'dtype-aware');
+  assert.equal(rulesFor('msprobe', ours), 'msprobe'); // one switch away
+  assert.equal(rulesFor('dtype-aware', ours), 'dtype-aware');
+  assert.equal(rulesFor(null, theirs), 'msprobe');
+  assert.equal(rulesFor('dtype-aware', theirs), 'msprobe'); // it holds none to show
+  assert.equal(rulesFor(null, {}), 'msprobe'); // a server before default_rules
+  assert.equal(rulesFor(null, null), 'msprobe');
 });
 
 const FOUND = {

@@ -49,7 +49,8 @@ def test_a_passing_threshold_exits_0(
     server: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, token = server
-    assert _check(base, token, "--max-errors", "1", "--overflow-check") == 0
+    # msprobe's rules, one switch away (the default's counts: test_dtype_rules_api)
+    assert _check(base, token, "--max-errors", "1", "--overflow-check", "--rules", "msprobe") == 0
     out = capsys.readouterr()
     assert out.out.startswith("graphboard verdict: PASS (1 error(s), at most 1 allowed)")
     assert "82 pass, 8 warning, 1 error, 0 unmatched" in out.out
@@ -62,7 +63,7 @@ def test_a_failing_threshold_exits_1_and_json_says_why(
     server: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, token = server
-    assert _check(base, token, "--json", "-q") == 1
+    assert _check(base, token, "--json", "-q", "--rules", "msprobe") == 1
     out = capsys.readouterr()
     report = json.loads(out.out)
     assert report["passed"] is False and report["max_errors"] == 0

@@ -13,6 +13,7 @@ from browser_support import Viewer
 
 from ci_support import live_server
 from dtype_dumps import Dumps, dtype_dumps
+from fixture_cases import reference_db
 from graphboard.server.settings import Settings
 
 __all__ = ["dtype_dumps"]
@@ -26,6 +27,7 @@ def server(dtype_dumps: Dumps, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """This module's own server (conftest's ``viewer`` opens pages on it), over the compare."""
     data = tmp_path_factory.mktemp("dtype-rules-view")
     shutil.copyfile(dtype_dumps.compare("graphboard", "gpt", 2, "scaled"), data / "scaled.vis.db")
+    shutil.copyfile(reference_db("convnet-stats"), data / "theirs.vis.db")  # msprobe's file
     state = tmp_path_factory.mktemp("dtype-rules-state")
     with live_server(Settings(data_dir=data, state_dir=state)) as base:
         yield base
@@ -40,35 +42,38 @@ def _first_error(viewer: Viewer) -> str:
 
 
 def test_the_switch_changes_colours_filter_and_first_error(viewer: Viewer) -> None:
+    """graphboard's file opens under dtype-aware, the default (issue 29); msprobe's rules are
+    one switch away and the address keeps that choice."""
     page = viewer.page
     viewer.open(graph="scaled")
     viewer.row("NPU", EMBEDDING).wait_for()
-    msprobe_fill = viewer.label_color("NPU", EMBEDDING)  # a bf16 node: msprobe's dtype error
-    page.locator('#precision-filters input[value="error"]').check()
-    page.locator("#filter-results .result-row").first.wait_for()
-    msprobe_total = page.locator("#filter-results").inner_text()
-    page.locator("#rules-select").select_option("dtype-aware")
-    page.wait_for_function("() => location.search.includes('rules=dtype-aware')")
-    viewer.row("NPU", EMBEDDING).wait_for()
-    page.wait_for_function(
-        '([name, before]) => { const row = document.querySelector(`#pane-NPU .tree-row[data-name="${name}"] .label`);'
-        " return row && row.style.backgroundColor !== before; }",
-        arg=[EMBEDDING, msprobe_fill],
-    )
-    assert viewer.label_color("NPU", EMBEDDING) != msprobe_fill  # it passes here
+    assert page.locator("#rules-select").input_value() == "dtype-aware"
+    assert "rules=" not in page.evaluate("location.search")  # the default is left out
+    ours_fill = viewer.label_color("NPU", EMBEDDING)  # a bf16 node within its band: it passes
     first = _first_error(viewer)
     assert first.startswith(MLP)
     page.locator('#precision-filters input[value="error"]').check()
     page.locator(f'#filter-results .result-row[data-name^="{MLP}"]').first.wait_for()
     shown = page.locator("#filter-results").inner_text()
     listed = [line for line in shown.splitlines() if line.startswith(("Module.", "Functional."))]
-    assert len(listed) == 1 and listed[0].startswith(MLP), shown  # msprobe's: every bf16 node
-    assert shown != msprobe_total
+    assert len(listed) == 1 and listed[0].startswith(MLP), shown
     viewer.shot("dtype-aware-first-error")
+    page.locator("#rules-select").select_option("msprobe")
+    page.wait_for_function("() => location.search.includes('rules=msprobe')")
+    viewer.row("NPU", EMBEDDING).wait_for()
+    page.wait_for_function(
+        '([name, before]) => { const row = document.querySelector(`#pane-NPU .tree-row[data-name="${name}"] .label`);'
+        " return row && row.style.backgroundColor !== before; }",
+        arg=[EMBEDDING, ours_fill],
+    )
+    assert viewer.label_color("NPU", EMBEDDING) != ours_fill  # msprobe's dtype error
+    page.locator('#precision-filters input[value="error"]').check()
+    page.locator("#filter-results .result-row").first.wait_for()
+    assert page.locator("#filter-results").inner_text() != shown  # every bf16 node
     # the address keeps the rule set: a reload opens the same view
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
-    assert page.locator("#rules-select").input_value() == "dtype-aware"
+    assert page.locator("#rules-select").input_value() == "msprobe"
 
 
 def test_the_detail_panel_shows_band_beside_difference(viewer: Viewer) -> None:
@@ -114,3 +119,14 @@ def test_the_filter_counts_show_before_a_box_is_ticked(viewer: Viewer) -> None:
     page.locator('#precision-filters input[value="error"]').check()
     page.locator("#filter-results .result-row").first.wait_for()
     assert page.evaluate(counts, levels) == before  # what the first filter then counts
+
+
+def test_an_msprobe_file_opens_under_msprobes_rules(viewer: Viewer) -> None:
+    """msprobe's file holds no dtype-aware verdicts: it opens under msprobe's rules (not an
+    error), the switch cannot offer the other, and its first error is msprobe's."""
+    page = viewer.page
+    viewer.open(graph="theirs")
+    viewer.row("NPU", "DefaultModel").wait_for()
+    assert page.locator("#rules-select").input_value() == "msprobe"
+    assert page.locator('#rules-select option[value="dtype-aware"]').is_disabled()
+    assert _first_error(viewer) == "Functional.gelu.0.forward"

@@ -110,3 +110,25 @@ def test_the_viewer_links_to_the_trends_of_its_file(viewer: Viewer) -> None:
         "() => document.querySelector('#trends-link').href.includes('graph=ddp2')"
     )
     assert "step=1" in str(link.get_attribute("href"))
+
+
+def test_a_compare_opens_on_the_excess_over_the_noise_band(viewer: Viewer) -> None:
+    """graphboard's compare holds dtype-aware verdicts: Trends opens on the excess (issue 29),
+    and the address says so. convnet-stats' two injected changes are the only forward modules
+    beyond their band: the block whose conv weight has 1e-3 noise, and the head, whose tanh
+    GELU only its argument tells apart (infinitely beyond: no number measures it)."""
+    page = _open_trends(viewer, graph="stats", view="module-pass")
+    assert page.locator("#trends-statistic").input_value() == "excess"
+    assert "statistic=excess" in page.evaluate("location.search")
+    answer = page.evaluate(
+        "() => fetch('/api/graphs/stats/heatmap?rows=module&cols=pass&statistic=excess')"
+        ".then((response) => response.json())"
+    )
+    forward = {
+        row: float(values[0])
+        for row, values in zip(answer["rows"], answer["values"], strict=True)
+        if values[0] is not None
+    }
+    beyond = {row: value for row, value in forward.items() if value > 1}
+    assert sorted(beyond) == ["Module.blocks.0.ResidualBlock", "Module.head.Sequential"], forward
+    assert beyond["Module.head.Sequential"] == float("inf")

@@ -114,8 +114,10 @@ def test_details_table_chart_and_stack(viewer: Viewer) -> None:
 
 def pick_unmatched_pair(viewer: Viewer, target: str, golden: str) -> Any:
     """Open the layer-mapping compare on a grey target node, pick it, and pick the golden node
-    from the match panel's list of unmatched golden nodes; the panel, ready to match."""
-    viewer.open(graph="mapping", node=target)
+    from the match panel's list of unmatched golden nodes; the panel, ready to match. Under
+    msprobe's rules, which rescore a manual match (the dtype-aware verdicts, the default,
+    withhold a re-paired node's level until a rebuild: docs/dtype-aware.md §6)."""
+    viewer.open(graph="mapping", node=target, rules="msprobe")
     page = viewer.page
     viewer.selected("NPU").and_(page.locator(f'[data-name="{target}"]')).wait_for()
     assert viewer.label_color("NPU", target) == GREY_FILL
@@ -268,14 +270,18 @@ def test_deep_link_reload_lands_on_the_same_view(viewer: Viewer) -> None:
 
 
 def test_first_error_drill_and_shortcut_help(viewer: Viewer) -> None:
+    """Under the default rules (dtype-aware) the first error of convnet-stats is the first
+    injected change in execution order, blocks.0.conv2's 1e-3 weight noise (msprobe's rules
+    flag only the tanh GELU after it)."""
     viewer.open(graph="stats")
     page = viewer.page
+    first = "Functional.conv2d.2.forward"
     viewer.row("NPU", "DefaultModel").click()
     page.keyboard.press("w")  # drill to the worst descendant of the root
-    page.locator('#pane-NPU .tree-row.selected[data-name="Functional.gelu.0.forward"]').wait_for()
+    page.locator(f'#pane-NPU .tree-row.selected[data-name="{first}"]').wait_for()
     viewer.row("NPU", "DefaultModel").click()
     page.locator("#first-error").click()
-    page.locator('#pane-NPU .tree-row.selected[data-name="Functional.gelu.0.forward"]').wait_for()
+    page.locator(f'#pane-NPU .tree-row.selected[data-name="{first}"]').wait_for()
     page.keyboard.press("?")
     overlay = page.locator("#help-overlay")
     overlay.wait_for()

@@ -90,7 +90,12 @@ def test_a_multi_rank_build_fans_out_on_celery_workers(
         assert job["status"] == "done", (job, worker.read_text()[-3000:])
         assert job["runner"] == "celery"
         assert (job["parts_total"], job["parts_done"]) == (4, 4)
-        verdict = client.get(f"/api/jobs/{job['id']}/verdict", headers=auth(token)).json()
+        verdict = client.get(  # msprobe's counts (the default, dtype-aware, also flags the
+            # collectives whose peers' data differ: docs/dtype-aware.md §6)
+            f"/api/jobs/{job['id']}/verdict",
+            params={"rules": "msprobe"},
+            headers=auth(token),
+        ).json()
         assert verdict["counts"]["error"] == 4 and verdict["ranks"] == [0, 1]
         page = client.get(
             f"/api/graphs/{job['graph']}/children", params={"side": "NPU", "step": 1, "rank": 1}

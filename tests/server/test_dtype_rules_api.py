@@ -1,6 +1,8 @@
 """``rules=`` on the read API, ``graphboard verdict --rules`` and ``ci-check --rules``, on a
 real compare built in the test: a bf16 GPT whose layer-1 MLP output is 5% off, against fp32
-(tests/dtype_dumps.py). msprobe's answers stay the default and unchanged."""
+(tests/dtype_dumps.py). graphboard's rules are the default (issue 29); msprobe's answer
+unchanged one switch away (``rules=msprobe``), and by default for a file that holds no
+dtype-aware verdicts."""
 
 from __future__ import annotations
 
@@ -55,23 +57,25 @@ def test_first_error_under_each_rule_set(client: TestClient) -> None:
     ours = _get(client, "first-error", rules="dtype-aware")["node"]
     assert ours["name"].startswith(MLP) and ours["introduced"] == "error"
     default, msprobe = _get(client, "first-error"), _get(client, "first-error", rules="msprobe")
-    assert default == msprobe
-    assert default["node"] is None or not default["node"]["name"].startswith(MLP)
+    assert default == _get(client, "first-error", rules="dtype-aware")
+    assert msprobe["node"] is None or not msprobe["node"]["name"].startswith(MLP)
 
 
 def test_filter_counts_and_badges_follow_the_rule_set(client: TestClient) -> None:
     ours = _get(client, "filter", precision="error", rules="dtype-aware", limit=500)
-    theirs = _get(client, "filter", precision="error", limit=500)
+    theirs = _get(client, "filter", precision="error", rules="msprobe", limit=500)
+    assert _get(client, "filter", precision="error", limit=500) == ours  # the default
     assert ours["total"] == 1 and ours["items"][0]["name"].startswith(MLP)
     assert theirs["total"] > 100  # msprobe's dtype rule: nearly every bf16 node
     root_ours = _get(client, "children", rules="dtype-aware")["parent"]
-    root_theirs = _get(client, "children")["parent"]
+    root_theirs = _get(client, "children", rules="msprobe")["parent"]
     assert root_ours["rollup"]["error_leaves"] < root_theirs["rollup"]["error_leaves"]
     assert root_ours["rollup"]["worst_node"].startswith(MLP)
     first = _get(client, "path", name=ours["items"][0]["name"], rules="dtype-aware")["node"]
     assert (
         first["level"] == "error"
-        and first["color"] == _get(client, "path", name=ours["items"][0]["name"])["node"]["color"]
+        and first["color"]
+        == _get(client, "path", name=ours["items"][0]["name"], rules="msprobe")["node"]["color"]
     )
     found = _get(client, "search", q="mlp.out.Linear.forward", rules="dtype-aware")["items"]
     assert [node["level"] for node in found] == ["pass", "error"]  # layers 0 and 1
@@ -133,6 +137,23 @@ def test_an_unknown_rule_set_is_refused(client: TestClient) -> None:
     assert response.status_code == 422
 
 
+def test_reads_default_to_the_rules_the_file_holds(tmp_path: Path, client: TestClient) -> None:
+    """A compare graphboard built reads under dtype-aware when no rule set is named; msprobe's
+    file, which holds none, under msprobe's (not refused), and the listing says which."""
+    listed = {entry["id"]: entry for entry in client.get("/api/graphs").json()["files"]}
+    assert listed["scaled"]["default_rules"] == "dtype-aware"
+    shutil.copy2(reference_db("convnet-stats"), tmp_path / "theirs.vis.db")
+    with TestClient(create_app(Settings(data_dir=tmp_path))) as theirs:
+        [entry] = theirs.get("/api/graphs").json()["files"]
+        assert entry["default_rules"] == "msprobe"
+        url, query = "/api/graphs/theirs/filter", {**Q, "precision": "error", "limit": 500}
+        default = theirs.get(url, params=query)
+        assert default.status_code == 200, default.text
+        assert default.json() == theirs.get(url, params={**query, "rules": "msprobe"}).json()
+        refused = theirs.get(url, params={**query, "rules": "dtype-aware"})
+        assert refused.status_code != 200 and "holds no dtype-aware verdicts" in refused.text
+
+
 def _verdict(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
     """``graphboard verdict`` as a user runs it."""
     return graphboard_command("verdict", path, *options)
@@ -141,10 +162,12 @@ def _verdict(path: Path, *options: str) -> subprocess.CompletedProcess[str]:
 def test_verdict_cli_takes_the_rule_set(served: tuple[Path, str]) -> None:
     data_dir, graph = served
     path = data_dir / f"{graph}.vis.db"
-    default = _verdict(path, "--json")
-    assert _verdict(path, "--json", "--rules", "msprobe").stdout == default.stdout
-    assert "rules" not in json.loads(default.stdout)  # msprobe's JSON as before
-    ours = _verdict(path, "--json", "--rules", "dtype-aware", "--max-errors", "1")
+    theirs = _verdict(path, "--json", "--rules", "msprobe")
+    assert "rules" not in json.loads(theirs.stdout)  # msprobe's JSON as before
+    ours = _verdict(path, "--json", "--max-errors", "1")  # the default: dtype-aware
+    assert _verdict(path, "--json", "--rules", "dtype-aware", "--max-errors", "1").stdout == (
+        ours.stdout
+    )
     assert ours.returncode == 0, ours.stderr
     shown = json.loads(ours.stdout)
     assert shown["rules"] == "dtype-aware" and shown["not_judged"] == 0
@@ -154,12 +177,16 @@ def test_verdict_cli_takes_the_rule_set(served: tuple[Path, str]) -> None:
     assert worst["parameter"] == "parameters.weight" and worst["metric"] == "d"
     assert worst["value"] == pytest.approx(0.05 / 1.05, rel=1e-2)
     assert worst["message"].startswith("error: a parameter differs by d 0.0476")
-    assert default.returncode == 1  # msprobe's rules: far more than 0 errors
+    assert theirs.returncode == 1  # msprobe's rules: far more than 0 errors
+    assert "  rules     dtype-aware" in _verdict(path).stdout.splitlines()
 
 
 def test_verdict_cli_refuses_an_msprobe_file_under_dtype_aware(tmp_path: Path) -> None:
     copied = Path(shutil.copy2(reference_db("convnet-stats"), tmp_path))  # fixtures: read-only
-    assert _verdict(copied).returncode in (0, 1)  # msprobe's rules read it as ever
+    default = _verdict(copied, "--json")  # the default falls back to msprobe's rules
+    assert default.returncode in (0, 1), default.stderr
+    assert "rules" not in json.loads(default.stdout)
+    assert default.stdout == _verdict(copied, "--json", "--rules", "msprobe").stdout
     found = _verdict(copied, "--rules", "dtype-aware")
     assert found.returncode == 2
     assert "holds no dtype-aware verdicts" in found.stderr
@@ -181,8 +208,8 @@ def test_ci_check_takes_the_rule_set(
     golden = dtype_dumps.dump("graphboard", "gpt", 2, "fp32")
     common = ["ci-check", "--server", base, "--token", token, "-q"]
     common += ["--target", str(target), "--golden", str(golden)]
-    assert graphboard_main([*common, "--rules", "dtype-aware", "--json"]) == 0
+    assert graphboard_main([*common, "--json"]) == 0  # the default: dtype-aware
     shown = json.loads(capsys.readouterr().out)
     assert shown["passed"] and shown["verdict"]["rules"] == "dtype-aware"
     assert shown["verdict"]["counts"]["error"] == 0
-    assert graphboard_main(common) == 1  # msprobe's rules, the default: every bf16 node
+    assert graphboard_main([*common, "--rules", "msprobe"]) == 1  # every bf16 node

@@ -77,7 +77,9 @@ def test_a_job_on_folders_under_the_data_dir(client: tuple[TestClient, str], dat
         "runs/stats/golden",
     )
     assert (data / f"{job['graph']}.vis.db").is_file()
-    verdict = http.get(f"/api/jobs/{job['id']}/verdict", headers=auth(token)).json()
+    verdict = http.get(  # msprobe's counts (the default, dtype-aware: test_dtype_rules_api)
+        f"/api/jobs/{job['id']}/verdict", params={"rules": "msprobe"}, headers=auth(token)
+    ).json()
     assert verdict["counts"]["error"] == 1
     assert (data / "runs" / "stats" / "target").is_dir()  # never purged: not an upload
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from served_files import BuildFn, Q, fixture_path, reference_db
+from served_files import BuildFn, fixture_path, reference_db
+from served_files import Q as NODE_QUERY
 
 from ci_support import with_viewer_token
 from graphboard.build import BuildOptions, run_build
@@ -21,6 +22,9 @@ from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.store.msprobe_columns import columns_file_path
 
+# msprobe's rules: they rescore a manual match like the builder; the dtype-aware rules (the
+# default) withhold a re-paired node's verdict until a rebuild (docs/dtype-aware.md §6)
+Q = {**NODE_QUERY, "rules": "msprobe"}
 GRAPH = "ours/layer-mapping"
 STEP_RANK = {"step": 0, "rank": 0}
 LINEAR = ("Module.classifier.0.Linear.forward.0", "Module.head.0.Linear.forward.0")

@@ -108,8 +108,9 @@ def test_node_fields_carry_verdicts_colours_and_rollups(client: TestClient) -> N
 
 
 def test_msprobe_files_get_the_same_derived_columns(client: TestClient) -> None:
-    ours = _get(client, "ours/convnet-stats", "children")
-    theirs = _get(client, "msprobe/convnet-stats", "children")
+    # msprobe's rules on both: the default reads graphboard's file under dtype-aware
+    ours = _get(client, "ours/convnet-stats", "children", rules="msprobe")
+    theirs = _get(client, "msprobe/convnet-stats", "children", rules="msprobe")
     assert ours["parent"]["rollup"]["worst_node"] == theirs["parent"]["rollup"]["worst_node"]
     assert ours["parent"]["rollup"]["error_leaves"] == theirs["parent"]["rollup"]["error_leaves"]
     # graphboard keeps a parameters_grad node msprobe drops, so positions shift by one
@@ -190,15 +191,16 @@ def test_path_lists_ancestors_root_first(client: TestClient, graph: str) -> None
 
 @pytest.mark.parametrize("graph", ["ours/convnet-stats", "msprobe/convnet-stats"])
 def test_first_error_and_worst_descendant(client: TestClient, graph: str) -> None:
-    first = _get(client, graph, "first-error")
+    """Under msprobe's rules, which the listing's first_error is (the default reads
+    graphboard's file under dtype-aware: see test_dtype_rules_api)."""
+    first = _get(client, graph, "first-error", rules="msprobe")
     assert first["node"]["name"] == "Functional.gelu.0.forward"
     assert first["node"]["introduced"] == "error"
     assert first["ancestors"][0]["name"] == "DefaultModel"
-    worst = _get(client, graph, "worst", name="DefaultModel")
+    worst = _get(client, graph, "worst", name="DefaultModel", rules="msprobe")
     assert worst["node"]["level"] == "error"
-    assert (
-        worst["node"]["name"] == _get(client, graph, "children")["parent"]["rollup"]["worst_node"]
-    )
+    root = _get(client, graph, "children", rules="msprobe")["parent"]
+    assert worst["node"]["name"] == root["rollup"]["worst_node"]
     listed = client.get("/api/graphs").json()["files"]
     entry = next(item for item in listed if item["id"] == graph)
     assert entry["graphs"][0]["first_error"] == first["node"]["name"]

@@ -86,7 +86,9 @@ def test_compare_upload_builds_and_gives_a_verdict(
     assert job["graph"] == f"builds/compare_{job_id}" and job["overflow_check"]
     assert (settings.builds_dir / f"compare_{job_id}.vis.db").is_file()
 
-    verdict = client.get(f"/api/jobs/{job_id}/verdict", headers=auth(token)).json()
+    verdict = client.get(  # msprobe's counts (the default, dtype-aware: test_dtype_rules_api)
+        f"/api/jobs/{job_id}/verdict", params={"rules": "msprobe"}, headers=auth(token)
+    ).json()
     assert verdict["counts"] == {"pass": 82, "warning": 8, "error": 1, "unmatched": 0}
     assert verdict["overflow"] == {"medium": 0, "high": 0, "critical": 0}
     first = verdict["first_error"]
@@ -109,7 +111,8 @@ def test_compare_upload_builds_and_gives_a_verdict(
     )
     assert children.status_code == 200 and children.json()["items"]
     located = client.get(
-        f"/api/graphs/{graph}/first-error", params={"side": "NPU", "step": 0, "rank": 0}
+        f"/api/graphs/{graph}/first-error",
+        params={"side": "NPU", "step": 0, "rank": 0, "rules": "msprobe"},  # as the verdict's
     ).json()
     assert located["node"]["name"] == first["name"]
     listed = client.get("/api/jobs", headers=auth(token)).json()["jobs"]
@@ -126,7 +129,9 @@ def test_multi_rank_zip_and_tar_upload(
     assert created.status_code == 201, created.text
     job = wait_job(client, created.json()["job_id"], token)
     assert job["status"] == "done", job
-    verdict = client.get(f"/api/jobs/{job['id']}/verdict", headers=auth(token)).json()
+    verdict = client.get(  # msprobe's counts
+        f"/api/jobs/{job['id']}/verdict", params={"rules": "msprobe"}, headers=auth(token)
+    ).json()
     assert verdict["steps"] == [0, 1] and verdict["ranks"] == [0, 1]
     assert verdict["counts"]["error"] == 4  # one per (step, rank), summed
     peers = client.get(

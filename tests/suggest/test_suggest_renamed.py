@@ -70,8 +70,10 @@ def test_apply_finds_the_first_error_the_original_names_find(
 ) -> None:
     pair = renamed(blocks)
     path = Path(shutil.copy2(pair.renamed, tmp_path / "renamed.vis.db"))
-    original = file_verdict(pair.original)
-    before = file_verdict(path)
+    # msprobe's rules: they rescore applied (manual) matches; dtype-aware, the default,
+    # withholds a re-paired node's verdict until a rebuild (docs/dtype-aware.md §6)
+    original = file_verdict(pair.original, rules="msprobe")
+    before = file_verdict(path, rules="msprobe")
     assert original.first_error is not None
     assert before.first_error is None or before.first_error.name != original.first_error.name
     run = graphboard_command("suggest-matches", path, "--apply", "--json")
@@ -82,7 +84,7 @@ def test_apply_finds_the_first_error_the_original_names_find(
     first = shown["suggestions"][0]
     assert set(first) == {"step", "rank", "target", "golden", "confidence", "reason"}
     assert 0 <= first["confidence"] <= 1 and first["reason"]
-    after = file_verdict(path)
+    after = file_verdict(path, rules="msprobe")
     assert after.first_error is not None and original.first_error is not None
     assert after.first_error.name == original.first_error.name
     assert after.counts == original.counts

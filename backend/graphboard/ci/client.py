@@ -103,5 +103,7 @@ class Client:
     def job(self, job_id: str) -> dict[str, Any]:
         return self._call("GET", f"/api/jobs/{job_id}")
 
-    def verdict(self, job_id: str, rules: str = "msprobe") -> dict[str, Any]:
-        return self._call("GET", f"/api/jobs/{job_id}/verdict", params={"rules": rules})
+    def verdict(self, job_id: str, rules: str | None = None) -> dict[str, Any]:
+        """The job's verdict under ``rules``; None: the server's default for the file."""
+        params = {"rules": rules} if rules else {}
+        return self._call("GET", f"/api/jobs/{job_id}/verdict", params=params)

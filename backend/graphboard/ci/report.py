@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from graphboard.compare.rule_sets import RULES
+
 # Exit codes of ci-check and ``graphboard verdict``.
 PASSED, TOO_MANY_ERRORS, NO_VERDICT = 0, 1, 2
 
@@ -25,10 +27,11 @@ def add_rules(parser: argparse.ArgumentParser) -> None:
     """The rule-set option of the commands that judge a verdict."""
     parser.add_argument(
         "--rules",
-        choices=("msprobe", "dtype-aware"),
-        default="msprobe",
-        help="whose verdicts to count: msprobe's (default) or graphboard's dtype-aware rules, "
-        "which expect a bf16/fp16 target's rounding against an fp32 golden",
+        choices=RULES,
+        default=None,
+        help="whose verdicts to count: graphboard's dtype-aware rules (the default where the "
+        "file holds them), which expect a bf16/fp16 target's rounding against an fp32 golden, "
+        "or msprobe's (the default for msprobe's files, builds and md5 mode)",
     )
 
 
@@ -63,6 +66,9 @@ def findings_lines(verdict: dict[str, Any], server: str, view: str | None = None
     lines = [
         f"  graph     {verdict['graph']} ({verdict['graph_type']}, "
         f"{verdict.get('data_mode') or 'no'} mode, steps {verdict['steps']}, ranks {verdict['ranks']})",
+        # which rule set counted: a verdict without "rules" is msprobe's (the endpoint names
+        # only graphboard's), and the two count very differently on a bf16 target
+        f"  rules     {verdict.get('rules') or 'msprobe'}",
         f"  nodes     {counts['pass']} pass, {counts['warning']} warning, {errors} error, "
         f"{counts['unmatched']} unmatched",
         f"  overflow  {overflow['medium']} medium, {overflow['high']} high, "

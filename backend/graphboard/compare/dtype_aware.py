@@ -42,8 +42,6 @@ from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, IGNORE_INPUTS, api_name
 from graphboard.dump.records import Param, Role
 
-RULES = ("msprobe", "dtype-aware")
-
 
 class Verdict(IntEnum):
     """A node's (or parameter's) dtype-aware outcome; the codes gb_arrays stores."""
@@ -89,6 +87,7 @@ class NodeVerdict:
     roundoff: float = 0.0  # the largest unit roundoff among its tensors
     scale: float = 0.0  # the largest magnitude of its inputs (sensitive families only)
     allowed_out: tuple[tuple[StatKey, float], ...] = ()  # outputs a sensitivity widened
+    excess: float = 0.0  # band_excess: how many times its band the node's own difference is
 
     @property
     def reason(self) -> str:
@@ -309,6 +308,7 @@ def judge_node(
             elif explain:  # a passing input: only the detail panel lists it
                 entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
     largest_output = 0.0
+    within = 0.0  # the largest d / band of an output inside its band (band_excess)
     gain = 1.0
     sensitive: list[tuple[StatKey, float]] = []
     operands: list[Operand] | None = None
@@ -323,6 +323,8 @@ def judge_node(
             if departure > largest_output:
                 largest_output = departure
             if difference <= band:
+                if band > 0.0 and difference > within * band:
+                    within = difference / band
                 if explain:
                     why = three_way.MSG_REF_WITHIN.format(noise=noise)
                     entries.append((row, True, Verdict.PASS, difference, band, why, False))
@@ -380,11 +382,13 @@ def judge_node(
         if difference > largest_output:
             largest_output = difference
         if difference <= band:
+            if band > 0.0 and difference > within * band:
+                within = difference / band
             if explain:
                 entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
         else:
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
-    found = _node_of(entries, input_difference, largest_output, carried, explain)
+    found = _node_of(entries, input_difference, largest_output, carried, explain, within)
     # its own ops' gain, and what it took from inside it or from its twin
     found.gain, found.roundoff = max(gain, inner_gain), widest
     if family is Family.PRODUCT or family is Family.DIVIDE:  # what its backward reads
@@ -407,6 +411,7 @@ def _node_of(
     largest_output: float,
     carried: bool,
     explain: bool,
+    within: float = 0.0,
 ) -> NodeVerdict:
     verdict = Verdict.PASS
     introducing: int | None = None
@@ -416,8 +421,11 @@ def _node_of(
         # an output's error (an overflow, say) that an input already shows arose before
         if own and introducing is None and not (carried and is_output):
             introducing = position
+    excess = band_excess(entries, introducing, within)
     if not explain:
-        return NodeVerdict(verdict, introducing is not None, input_difference, largest_output, ())
+        return NodeVerdict(
+            verdict, introducing is not None, input_difference, largest_output, (), excess=excess
+        )
     params = tuple(
         ParamVerdict(_key(row), is_output, found, d, band, why, own and not (carried and is_output))
         for row, is_output, found, d, band, why, own in entries
@@ -428,8 +436,36 @@ def _node_of(
         else next((param for param in params if param.verdict is verdict), None)
     )
     return NodeVerdict(
-        verdict, introducing is not None, input_difference, largest_output, params, deciding
+        verdict,
+        introducing is not None,
+        input_difference,
+        largest_output,
+        params,
+        deciding,
+        excess=excess,
     )
+
+
+def band_excess(entries: list[_Entry], introducing: int | None, within: float = 0.0) -> float:
+    """How many times its band the node's own difference is: the largest ``d / band`` over
+    its outputs and the inputs it reads unexplained (a weight), infinite where it introduces
+    an error no number measures (arguments, dtypes, an overflow). At most 1 unless the node
+    introduces an error: a difference carried in is its inputs', not the node's. Trends'
+    default statistic (docs/dtype-aware.md §4): it is > 1 exactly where the viewer's
+    dtype-aware verdict says an error starts, and is graded where msprobe's relative errors
+    of near-zero statistics are not. ``within``: the largest ratio of the outputs inside their
+    band, which the fast path (no explanation) keeps no entry of."""
+    worst = within
+    for _row, is_output, _found, d, band, _why, own in entries:
+        if (is_output or own) and d is not None and band is not None and band > 0.0:
+            ratio = d / band if math.isfinite(d) else math.inf
+            if ratio > worst:
+                worst = ratio
+    if introducing is None:
+        return min(worst, 1.0)
+    if entries[introducing][3] is None:  # an argument, a dtype: no number says how far
+        return math.inf
+    return worst
 
 
 def _key(row: ParamRow) -> str:

@@ -39,6 +39,7 @@ class GraphVerdicts:
     verdict: dict[str, Verdict] = field(default_factory=dict)
     introduced: set[str] = field(default_factory=set)
     reference: NoiseReference | None = None  # the noise reference (-nr) judged against
+    excess: dict[str, float] = field(default_factory=dict)  # NodeVerdict.excess, per node
 
 
 def forward_twin(name: str) -> str | None:
@@ -188,6 +189,7 @@ def score_graph(
     verdicts, introduced = result.verdict, result.introduced
     for name, found in judged.items():
         verdicts[name] = found.verdict
+        result.excess[name] = found.excess
         if found.introduced:
             introduced.add(name)
     _attribute_inside(target, result)

@@ -88,6 +88,11 @@ class GraphFileOut(ApiModel):
     size_bytes: int
     modified_at: datetime
     writable: bool = Field(description="manual matching can be saved into it")
+    default_rules: Literal["msprobe", "dtype-aware"] | None = Field(
+        default=None,
+        description="the rule set a read that names none answers under: dtype-aware where "
+        "the file holds those verdicts, msprobe's otherwise (msprobe's files, a build, md5 mode)",
+    )
     config: GraphConfigOut | None
     graphs: list[GraphStatsOut]
     matched: int | None

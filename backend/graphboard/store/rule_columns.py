@@ -1,30 +1,35 @@
 """The dtype-aware rule set's gb_arrays columns, and a graph's columns under either rule set.
 
-A compare's target graph gets two more gb_arrays columns (schema 3), in node_order:
-``dtype_level`` (-1 not scored, 0 pass, 1 warning, 2 error, 3 not judged: md5) and
-``dtype_introduced`` (0, or 2 where an error starts). msprobe's own level stays in ``level``
+A compare's target graph gets more gb_arrays columns (schema 3), in node_order:
+``dtype_level`` (-1 not scored, 0 pass, 1 warning, 2 error, 3 not judged: md5),
+``dtype_introduced`` (0, or 2 where an error starts) and, since issue 29's default switch,
+``dtype_excess`` (float32: how many times its band the node's own difference is,
+compare/dtype_aware.py ``band_excess``; -1 not judged; Trends' default statistic; files built
+before hold none and Trends says so). msprobe's own level stays in ``level``
 and ``tb_nodes.precision_index``. Files without them (graphboard's before schema 3,
 msprobe's) hold msprobe's verdicts only: :func:`rule_set_columns` says so.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from graphboard.compare.dtype_aware import RULES, Verdict
+from graphboard.compare.dtype_aware import Verdict
 from graphboard.compare.dtype_graph import GraphVerdicts
 from graphboard.compare.result import Level
+from graphboard.compare.rule_sets import DEFAULT_RULES, MSPROBE, RULES
 from graphboard.errors import StoreError
 from graphboard.graph.model import Graph
 from graphboard.store import arrays
 from graphboard.store.statements import Statements
 
-MSPROBE, DTYPE_AWARE = RULES
-LEVEL, INTRODUCED = "dtype_level", "dtype_introduced"
-RULE_COLUMNS = {LEVEL: "int8", INTRODUCED: "int8"}
+LEVEL, INTRODUCED, EXCESS = "dtype_level", "dtype_introduced", "dtype_excess"
+RULE_COLUMNS = {LEVEL: "int8", INTRODUCED: "int8", EXCESS: "float32"}
+NO_EXCESS = -1.0  # a node not judged (unscored, md5, an API collection)
 NOT_JUDGED = int(Verdict.NOT_JUDGED)
 NOT_JUDGED_LABEL = Verdict.NOT_JUDGED.label
 
@@ -46,11 +51,15 @@ def write(conn: Statements, graph: Graph) -> None:
         np.int8,
         len(ordered),
     )
+    excess = np.fromiter(
+        (verdicts.excess.get(node.name, NO_EXCESS) for node in ordered), np.float32, len(ordered)
+    )
     conn.executemany(
         "INSERT OR REPLACE INTO gb_arrays (graph_id, name, dtype, data) VALUES (?, ?, ?, ?)",
         [
             (graph.graph_id, LEVEL, RULE_COLUMNS[LEVEL], level.tobytes()),
             (graph.graph_id, INTRODUCED, RULE_COLUMNS[INTRODUCED], starts.tobytes()),
+            (graph.graph_id, EXCESS, RULE_COLUMNS[EXCESS], excess.tobytes()),
         ],
     )
 
@@ -59,6 +68,25 @@ def check_rules(rules: str) -> str:
     if rules not in RULES:
         raise ValueError(f"unknown rule set {rules!r}: expected one of {', '.join(RULES)}")
     return rules
+
+
+def file_default(conn: sqlite3.Connection) -> str:
+    """The rule set a read of this file answers under when none is asked for:
+    :data:`DEFAULT_RULES` where the file holds dtype-aware verdicts that judge something,
+    msprobe's otherwise (msprobe's files, graphboard's before schema 3, a build, md5 mode,
+    whose checksums the dtype-aware rules do not judge: there they would show no error at all
+    where msprobe's show the mismatches)."""
+    if DEFAULT_RULES == MSPROBE:
+        return MSPROBE
+    try:
+        stored = conn.execute("SELECT data FROM gb_arrays WHERE name = ?", (LEVEL,))
+        for (data,) in stored:
+            level = np.frombuffer(data, dtype=RULE_COLUMNS[LEVEL])
+            if ((level >= 0) & (level != NOT_JUDGED)).any():
+                return DEFAULT_RULES
+    except sqlite3.OperationalError:  # no gb_arrays: msprobe's file
+        pass
+    return MSPROBE
 
 
 def has_rule_columns(columns: Columns) -> bool:
@@ -116,3 +144,19 @@ def _roll_up_every_node(columns: Columns) -> None:
         error_leaves=errors,
         warning_leaves=warnings,
     )
+
+
+def subtree_excess(columns: Columns, stale: list[int]) -> npt.NDArray[np.float32] | None:
+    """Per node the largest ``dtype_excess`` in its subtree (None: the file holds none), so a
+    block's cell shows the call inside it where an error starts; ``stale`` nodes (rescored by
+    a manual match since the build) count as not judged."""
+    if EXCESS not in columns:
+        return None
+    worst = columns[EXCESS].astype(np.float32).copy()
+    if stale:
+        worst[stale] = NO_EXCESS
+    parent = columns["parent"]
+    for group in arrays.depth_groups(columns["depth"]):  # deepest first
+        group = group[parent[group] >= 0]
+        np.maximum.at(worst, parent[group], worst[group])
+    return worst

@@ -4,7 +4,7 @@ Four shapes: module x step (one rank), module x rank (one step), rank x step (on
 and module x pass (one step and rank: the precision map, forward / backward / parameter
 gradients). A module row is a module name without its pass and call count
 (:mod:`graphboard.trends.modules`), at a depth of the graph's tree, by default the model's
-layers (``layers_depth``) of the first graph shown. A cell is one node: for the error and the
+layers (``layers_depth``) of the first graph shown. A cell is one node: for the excess, the error and the
 level the module's worst call in that pass (the first on a tie), for a raw value its first
 call; ``nodes`` names it, on the side the value was read from (the target for a difference).
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from graphboard.dump.records import Param
+from graphboard.store import rule_columns
 from graphboard.store.reader import FileConfig, GraphKey, VisDb, node_data, overlay
 from graphboard.store.reader import graphs as reader_graphs
 from graphboard.trends import stored
@@ -201,6 +202,17 @@ def _cells(
 ) -> list[_Cell]:
     """(value, node name) of each cell of one graph: ``wanted`` holds each cell's calls."""
     key = GraphKey(TARGET_OF[query.side], *graph)
+    if query.statistic is Statistic.EXCESS:
+        view = overlay.graph_view(db, key)
+        stale = sorted(view.manual | view.base_level.keys())
+        excess = rule_columns.subtree_excess(view.columns, stale)
+        if excess is None:
+            raise HeatmapRefused(
+                f"statistic=excess: {db.path.name} holds no dtype-aware excess (msprobe's file, "
+                "or graphboard's built before it): rebuild it with graph_build, or use error "
+                "or level"
+            )
+        return [_worst(calls, [float(excess[node.order]) for node in calls]) for calls in wanted]
     if query.statistic is Statistic.LEVEL:
         worst = overlay.graph_view(db, key).columns["worst_level"]
         return [_worst(calls, [int(worst[node.order]) for node in calls]) for calls in wanted]

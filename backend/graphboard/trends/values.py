@@ -28,6 +28,9 @@ from graphboard.trends.modules import Pass
 
 
 class Statistic(StrEnum):
+    # how many times its noise band the dtype-aware verdict found a node's own difference,
+    # the largest in its subtree (> 1: an error starts there): the default, where the viewer points
+    EXCESS = "excess"
     ERROR = "error"  # worst relative error of a compare's target rows
     LEVEL = "level"  # worst precision level in the node's subtree: 0 pass, 1 warning, 2 error
     NORM = "norm"

@@ -85,18 +85,19 @@ export function createApi({ base = '', fetchImpl = globalThis.fetch.bind(globalT
 
   const graphUrl = (graph, tail) => `/api/graphs/${graphPath(graph)}/${tail}`;
   const keyParams = (key) => ({ side: key.side, step: key.step, rank: key.rank });
-  // The verdicts' rule set (msprobe's unless the viewer's switch says dtype-aware): the reads
-  // whose answers carry verdicts (tree rows, badges, filter, first error) name it.
+  // The verdicts' rule set the viewer shows (the file's default or the switch's): the reads
+  // whose answers carry verdicts (tree rows, badges, filter, first error) name it, so every
+  // answer is under the one the switch says; none named: the server's default for the file.
   let rulesOf = () => null;
   const ruled = (params) => {
     const rules = rulesOf();
-    return rules && rules !== 'msprobe' ? { ...params, rules } : params;
+    return rules ? { ...params, rules } : params;
   };
 
   return {
     listGraphs: (options) => request('GET', '/api/graphs', options),
     graphConfig: (graph, options) => request('GET', graphUrl(graph, 'config'), options),
-    /** Name the rule set the verdicts are read under: `() => 'msprobe' | 'dtype-aware'`. */
+    /** Name the rule set the verdicts are read under: `() => 'msprobe' | 'dtype-aware' | null`. */
     setRules: (getter) => {
       rulesOf = getter;
     },

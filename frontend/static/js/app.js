@@ -17,7 +17,7 @@ import { SearchPanel } from './panels/search_panel.js';
 import { createStore } from './state.js';
 import { STORAGE, save, saved } from './storage.js';
 import { TreePane } from './tree/tree_pane.js';
-import { buildUrlSearch, parseUrlState, rulesParam } from './url_state.js';
+import { buildUrlSearch, parseUrlState, rulesFor, rulesParam } from './url_state.js';
 
 const OTHER = { NPU: 'Bench', Bench: 'NPU' };
 export class App {
@@ -37,8 +37,10 @@ export class App {
       theme: saved(STORAGE.theme) ?? (prefersDark ? 'dark' : 'light'),
       lang: pickLanguage(saved(STORAGE.lang), navigator.languages ?? []),
       sync: saved(STORAGE.sync) !== 'false',
-      rules: rulesParam(globalThis.location?.search ?? ''), // msprobe | dtype-aware
+      rules: null, // the open file's: msprobe | dtype-aware (rulesFor)
     });
+    // The rule set the address or the switch asked for; null: each file's default
+    this.wantedRules = rulesParam(globalThis.location?.search ?? '');
     this.api.setRules?.(() => this.store.get().rules);
     this.t = (key, params) => translate(this.store.get().lang, key, params);
     this.plotlyUrl = doc.body.dataset.plotlyUrl || '';
@@ -160,9 +162,7 @@ export class App {
   /** Open the view the address bar describes (or the first readable file). */
   openFromUrl() {
     const wanted = parseUrlState(globalThis.location.search);
-    this.store.set({ rules: rulesParam(globalThis.location.search) });
-    const rulesSelect = this.doc.querySelector('#rules-select');
-    if (rulesSelect) rulesSelect.value = this.store.get().rules;
+    this.wantedRules = rulesParam(globalThis.location.search);
     const files = this.store.get().files;
     const file = files.find((item) => item.id === wanted.graph && !item.error) ?? files.find((item) => !item.error && item.config?.graph_type === 'compare') ?? files.find((item) => !item.error);
     // A graph the address names but the server cannot open: say so, rather than show another.
@@ -215,9 +215,11 @@ export class App {
       rank: ranks.includes(rank) ? rank : ranks[0],
       microStep: microStep ?? -1,
       selection: null,
+      rules: rulesFor(this.wantedRules, file),
     };
     if (fileChanged) patch.mode = config?.graph_type !== 'compare' && config?.overflow_check ? 'overflow' : 'precision';
     this.store.set(patch);
+    this.showRules(file);
     this.menu.close();
     const compare = config?.graph_type === 'compare';
     this.doc.querySelector('#panes').classList.toggle('single', !compare);
@@ -259,7 +261,7 @@ export class App {
     other.selected = null;
     other.markCounterpart(null);
     this.store.set({ selection: { side: pane.side, name } });
-    this.detailPanel.show(pane.side, name);
+    this.detailPanel.show(pane.side, name, data);
     this.matchPanel.selectionChanged(pane.side, data);
     this.filterPanel.results.highlight(name);
     this.searchPanel.results.highlight(name);
@@ -337,7 +339,7 @@ export class App {
     await Promise.all([this.panes.NPU.refreshNodes(targets), this.panes.Bench.refreshNodes(goldens)]);
     const selection = this.store.get().selection;
     if (selection) {
-      this.detailPanel.show(selection.side, selection.name);
+      this.detailPanel.show(selection.side, selection.name, this.panes[selection.side].model.get(selection.name));
       const data = this.panes[selection.side].model.get(selection.name);
       this.panes[OTHER[selection.side]].markCounterpart(data?.counterpart ?? null);
     }
@@ -549,11 +551,20 @@ export class App {
   bindRules() {
     const select = this.doc.querySelector('#rules-select');
     if (!select) return;
-    select.value = this.store.get().rules;
     select.addEventListener('change', () => {
-      this.store.set({ rules: select.value === 'dtype-aware' ? 'dtype-aware' : 'msprobe' });
+      this.wantedRules = select.value === 'msprobe' ? 'msprobe' : 'dtype-aware';
       this.changeView({});
     });
+  }
+
+  /** The switch shows the rule set the file is read under; dtype-aware is offered only where
+   * the file holds those verdicts (not msprobe's files, builds or md5 mode). */
+  showRules(file) {
+    const select = this.doc.querySelector('#rules-select');
+    if (!select) return;
+    const ours = select.querySelector('option[value="dtype-aware"]');
+    if (ours) ours.disabled = file?.default_rules !== 'dtype-aware';
+    select.value = this.store.get().rules;
   }
 
   writeUrl() {
@@ -566,7 +577,7 @@ export class App {
       node: state.selection?.name ?? null,
       side: state.selection?.side ?? null,
       micro: state.microStep,
-      rules: state.rules,
+      rules: state.rules !== rulesFor(null, state.file) ? state.rules : null, // the file's default left out
     });
     if (search !== globalThis.location.search) history.replaceState(null, '', `${globalThis.location.pathname}${search}`);
     const trends = this.doc.querySelector('#trends-link'); // the Trends page opens on this file

@@ -26,13 +26,23 @@ export function parseUrlState(search) {
   };
 }
 
-/** The verdicts' rule set a query string names: 'dtype-aware', else msprobe's. */
+/** The verdicts' rule set a query string names ('dtype-aware' or 'msprobe'), else null:
+ * the file's default. */
 export function rulesParam(search) {
-  return new URLSearchParams(search).get('rules') === 'dtype-aware' ? 'dtype-aware' : 'msprobe';
+  const rules = new URLSearchParams(search).get('rules');
+  return rules === 'dtype-aware' || rules === 'msprobe' ? rules : null;
 }
 
-/** The query string of a view; the defaults (side NPU, all micro-steps, msprobe's rules)
- * are left out. */
+/** The rule set a file is read under: the one asked for where the file holds it, else the
+ * file's default (the listing's default_rules: graphboard's dtype-aware where the file holds
+ * those verdicts, msprobe's for msprobe's files, builds and md5 mode). */
+export function rulesFor(wanted, file) {
+  const fallback = file?.default_rules === 'dtype-aware' ? 'dtype-aware' : 'msprobe';
+  return wanted === 'msprobe' ? 'msprobe' : fallback;
+}
+
+/** The query string of a view; the defaults (side NPU, all micro-steps, the file's rule set:
+ * the caller passes rules null) are left out. */
 export function buildUrlSearch({ graph, step, rank, node, side, micro, rules }) {
   const params = new URLSearchParams();
   if (graph) params.set('graph', graph);
@@ -41,7 +51,7 @@ export function buildUrlSearch({ graph, step, rank, node, side, micro, rules }) 
   if (node) params.set('node', node);
   if (side === 'Bench') params.set('side', side);
   if (micro !== null && micro !== undefined && micro >= 0) params.set('micro', String(micro));
-  if (rules === 'dtype-aware') params.set('rules', rules);
+  if (rules === 'dtype-aware' || rules === 'msprobe') params.set('rules', rules);
   const text = params.toString();
   return text ? `?${text}` : '';
 }

@@ -17,6 +17,7 @@ from graphboard.server import present
 from graphboard.server.jobs import schemas
 from graphboard.server.rule_explain import rule_worst_metric
 from graphboard.server.schemas import LevelName
+from graphboard.store import rule_columns
 from graphboard.store.reader import (
     GraphKey,
     NodeSummary,
@@ -159,14 +160,16 @@ def verdict(
     *,
     step: int | None = None,
     rank: int | None = None,
-    rules: str = "msprobe",
+    rules: str | None = None,
     diagnose_without_overflow: bool = True,
 ) -> schemas.VerdictOut | schemas.RuledVerdictOut:
     """The verdict over the target's graphs, or those of ``step`` and/or ``rank`` only (then
     ``steps`` and ``ranks`` list what was judged), under the rule set ``rules``; a StoreError
     when none is there (or the file holds no verdicts of that rule set). The diagnosis reads
     every target graph's nodes (about 1 s at 27k records): ``diagnose_without_overflow=False``
-    (graph_build's summary) runs it only where the target overflows."""
+    (graph_build's summary) runs it only where the target overflows. ``rules`` None: the
+    file's default (dtype-aware where it holds those verdicts, msprobe's otherwise)."""
+    rules = rules or rule_columns.file_default(db.conn)
     config = db.config()
     targets = [
         stats

@@ -6,6 +6,7 @@ import os
 import stat
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 from fastapi import APIRouter
 
@@ -15,7 +16,9 @@ from graphboard.server import schemas
 from graphboard.server.catalog import known_graphs
 from graphboard.server.deps import CatalogSession, GraphFilePath, GraphId, SettingsDep
 from graphboard.server.paths import GraphFile, discover
+from graphboard.server.rules import RuleSet
 from graphboard.server.settings import Settings
+from graphboard.store import rule_columns
 from graphboard.store.reader import listing, open_vis_db
 
 router = APIRouter(prefix="/api/graphs", tags=["graphs"])
@@ -49,6 +52,7 @@ def describe(found: GraphFile, settings: Settings) -> schemas.GraphFileOut:
             config = db.config()
             graphs = listing.graphs(db)
             entry.source = db.source.value
+            entry.default_rules = cast(RuleSet, rule_columns.file_default(db.conn))
     except GraphboardError as error:
         entry.error = str(error)
         return entry

@@ -50,18 +50,23 @@ execution order. Without `depth`, **the model's layers**: the depth where one pa
 most modules of one class (`layers.0…N` of a GPT's TransformerBlock, ResNet's Bottlenecks),
 the shallowest on a tie, judged on the first graph shown.
 
-**A cell** is one node, named in `nodes`: for `error` and `level` the module's worst call in
+**A cell** is one node, named in `nodes`: for `excess`, `error` and `level` the module's worst call in
 the pass (first on a tie), for a raw value its first call. `pass` (default forward) picks the
 call a cell reads: a forward or backward call's outputs (a backward call's outputs are the
 gradients of the module's inputs), or the parameter gradients (`parameters_grad`).
 
-**Statistics**: `error`, the worst relative error (MaxRelativeErr, MinRelativeErr,
+**Statistics**: `excess` (the Trends page's default for a compare that holds dtype-aware
+verdicts), how many times its noise band graphboard's dtype-aware verdict found a node's own
+difference, the largest in the node's subtree: at most 1 where every node is explained by its
+dtypes and inputs, above 1 in the block where an error starts (where the viewer's first error
+points), infinite where an error no number measures starts (an argument, a dtype); refused for
+a file that holds none (msprobe's, or built before it). `error`, the worst relative error (MaxRelativeErr, MinRelativeErr,
 MeanRelativeErr, NormRelativeErr) stored on the target's result rows, as a fraction; `level`,
 the worst precision level in the node's subtree (0 pass, 1 warning, 2 error), with manual
 matches applied; `norm`, `max`, `min`, `mean` of the node's result tensors, read from the
 stored statistics (several tensors: the norm of all, the largest max, the smallest min, the
 element-weighted mean) on `side` NPU (target) or Bench (golden), or `diff`: target minus
-golden, node by node by name. `error` and `level` need a compare and side=NPU."""
+golden, node by node by name. `excess`, `error` and `level` need a compare and side=NPU."""
 
 
 @router.get(
@@ -74,7 +79,9 @@ def get_heatmap(
     db: GraphDb,
     rows: Annotated[Axis, Query(description="module | rank")],
     cols: Annotated[Axis, Query(description="step | rank | pass")],
-    statistic: Annotated[Statistic, Query(description="error | level | norm | max | min | mean")],
+    statistic: Annotated[
+        Statistic, Query(description="excess | error | level | norm | max | min | mean")
+    ],
     side: Annotated[
         Literal["NPU", "Bench", "diff"],
         Query(description="NPU (target), Bench (golden) or diff (target - golden)"),

@@ -32,7 +32,7 @@ from graphboard.server.jobs.schemas import (
 )
 from graphboard.server.jobs.verdict import verdict
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
-from graphboard.server.rules import DEFAULT_RULES, RulesQuery
+from graphboard.server.rules import FILE_DEFAULT, RulesQuery
 from graphboard.server.settings import Settings
 from graphboard.store.reader import open_vis_db
 
@@ -95,7 +95,7 @@ def get_verdict(
     _token: TokenDep,
     session: CatalogSession,
     settings: SettingsDep,
-    rules: RulesQuery = DEFAULT_RULES,
+    rules: RulesQuery = FILE_DEFAULT,
 ) -> VerdictOut | RuledVerdictOut | MonitorVerdictOut:
     """Nodes per verdict and overflow level over the target side (all steps and ranks),
     the first node that introduces an error, and the viewer URL that opens it. A monitor

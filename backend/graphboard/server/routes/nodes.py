@@ -6,12 +6,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from graphboard.compare.rule_sets import MSPROBE
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
 from graphboard.server.param_stats import rank_stats_by_name, stats_by_name
 from graphboard.server.reference_rows import attach_reference
-from graphboard.server.rules import DEFAULT_RULES, RulesQuery
+from graphboard.server.rules import Rules
 from graphboard.store.reader import GraphKey, NodeSummary, VisDb, graphs, node_data, summaries, tree
 from graphboard.store.reader.peers import peer_links
 
@@ -20,7 +21,8 @@ router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERROR
 OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
 
 
-def require_node(db: VisDb, key: GraphKey, name: str, rules: str = DEFAULT_RULES) -> NodeSummary:
+def require_node(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeSummary:
+    """The node ``name`` (its verdict under ``rules``; existence does not depend on them)."""
     found = summaries.summary(db, key, name, rules)
     if found is None:
         raise NotFound(
@@ -34,6 +36,7 @@ def require_node(db: VisDb, key: GraphKey, name: str, rules: str = DEFAULT_RULES
 )
 def children(
     db: GraphDb,
+    rules: Rules,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,
@@ -43,7 +46,6 @@ def children(
     micro_step: Annotated[
         schemas.Index | None, Query(description="only the root's children in this micro step")
     ] = None,
-    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.ChildrenPage:
     """The parent's children in execution (sibling) order, one page at a time: pass
     ``next_cursor`` back as ``cursor``. Without ``parent``, the root and its children."""
@@ -117,9 +119,7 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
 
 
 @router.get("/{graph:path}/path", response_model=schemas.PathOut, summary="A node's ancestors")
-def path(
-    db: GraphDb, key: ExistingGraph, name: NodeName, rules: RulesQuery = DEFAULT_RULES
-) -> schemas.PathOut:
+def path(db: GraphDb, key: ExistingGraph, name: NodeName, rules: Rules) -> schemas.PathOut:
     """Root first, down to the node's parent: what to expand to reveal the node."""
     summary = require_node(db, key, name, rules)
     config = db.config()
@@ -146,9 +146,7 @@ def _located(db: VisDb, key: GraphKey, found: NodeSummary | None, rules: str) ->
     response_model=schemas.LocatedOut,
     summary="Where the first error is introduced",
 )
-def first_error(
-    db: GraphDb, key: ExistingGraph, rules: RulesQuery = DEFAULT_RULES
-) -> schemas.LocatedOut:
+def first_error(db: GraphDb, key: ExistingGraph, rules: Rules) -> schemas.LocatedOut:
     """The first node, in execution order, whose input tensors agree but which is flagged (an
     error first, else a warning), with its ancestors; ``node`` is null when there is none."""
     return _located(db, key, tree.first_error(db, key, rules), rules)
@@ -159,9 +157,7 @@ def first_error(
     response_model=schemas.LocatedOut,
     summary="The worst descendant of a node",
 )
-def worst(
-    db: GraphDb, key: ExistingGraph, name: NodeName, rules: RulesQuery = DEFAULT_RULES
-) -> schemas.LocatedOut:
+def worst(db: GraphDb, key: ExistingGraph, name: NodeName, rules: Rules) -> schemas.LocatedOut:
     """The first node in the subtree (itself included) at the subtree's worst level."""
     require_node(db, key, name, rules)
     return _located(db, key, tree.worst_descendant(db, key, name, rules), rules)

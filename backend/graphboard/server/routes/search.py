@@ -15,7 +15,7 @@ from graphboard.compare.result import level_of_label
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, PageLimit, SettingsDep
 from graphboard.server.errors import InvalidParameters
-from graphboard.server.rules import DEFAULT_RULES, RulesQuery
+from graphboard.server.rules import Rules
 from graphboard.store.name_regex import SearchTooSlow
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.store.reader.search import filter_by, find_names
@@ -74,6 +74,7 @@ async def _regex_search(
 @router.get("/{graph:path}/search", response_model=schemas.SearchPage, summary="Search node names")
 async def search(
     db: GraphDb,
+    rules: Rules,
     key: ExistingGraph,
     settings: SettingsDep,
     q: Annotated[str, Query(min_length=1, max_length=1024, description="text or regex")],
@@ -82,7 +83,6 @@ async def search(
     regex: Annotated[
         bool, Query(description="q is a regular expression (RE2 syntax, linear time)")
     ] = False,
-    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.SearchPage:
     """Names containing ``q`` (any case), or matching the regex ``q`` (any case), in execution
     order, one page at a time, with the total. A regex is refused (422 ``invalid_regex``)
@@ -101,6 +101,7 @@ async def search(
 @router.get("/{graph:path}/filter", response_model=schemas.FilterPage, summary="Nodes by verdict")
 def filter_nodes(
     db: GraphDb,
+    rules: Rules,
     key: ExistingGraph,
     limit: PageLimit,
     cursor: Cursor = None,
@@ -112,7 +113,6 @@ def filter_nodes(
     ] = None,
     unmatched: Annotated[bool, Query(description="nodes without a counterpart")] = False,
     leaves_only: Annotated[bool, Query(description="only nodes without children")] = False,
-    rules: RulesQuery = DEFAULT_RULES,
 ) -> schemas.FilterPage:
     """Nodes in any chosen precision bucket or overflow level, or unmatched, in execution
     order, one page at a time, with the total and a count per criterion."""

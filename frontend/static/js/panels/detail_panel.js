@@ -42,17 +42,21 @@ export class DetailPanel {
     setChildren(this.host, el('p', { className: 'muted empty-detail' }, this.t('details.empty')));
   }
 
-  /** Load and show `name` of `side`; answers to older selections are dropped. */
-  async show(side, name) {
+  /** Load and show `name` of `side`; answers to older selections are dropped. `row`, the
+   * tree's row of the node when known: its level says whether the rule set judged it. */
+  async show(side, name, row = null) {
     const request = ++this.request;
     const { graph, step, rank } = this.context();
     this.host.setAttribute('aria-busy', 'true');
     try {
       const key = { side, step, rank };
+      // the target's judged nodes only: a row without a level (unmatched, nothing to judge)
+      // or an API collection (its level is its children's) has no working, and asking would
+      // be a 404 on every such click now that dtype-aware is the default
+      const judged = side === 'NPU' && (!row || (row.level !== null && row.level !== undefined && row.type !== 9));
       const [detail, ruleVerdict] = await Promise.all([
         this.api.node(graph, key, name),
-        // the target's verdicts only; a node with nothing to judge simply has no working
-        this.rules() === 'dtype-aware' && side === 'NPU' ? this.api.ruleVerdict(graph, key, name).catch(() => null) : null,
+        this.rules() === 'dtype-aware' && judged ? this.api.ruleVerdict(graph, key, name).catch(() => null) : null,
       ]);
       if (request !== this.request) return;
       this.detail = detail;

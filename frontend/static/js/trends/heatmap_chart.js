@@ -18,6 +18,7 @@ export function formatValue(value, statistic, t) {
   if (!Number.isFinite(value)) return value > 0 ? '∞' : '−∞';
   if (statistic === 'level') return t(`level.${['pass', 'warning', 'error'][value] ?? 'pass'}`);
   if (statistic === 'error') return `${(value * 100).toPrecision(4)}%`;
+  if (statistic === 'excess') return `${value.toPrecision(3)} × band`;
   return Math.abs(value) >= 1e4 || (value !== 0 && Math.abs(value) < 1e-3)
     ? value.toExponential(4)
     : value.toPrecision(6);
@@ -45,6 +46,13 @@ export function heatmapCells(answer, statistic, t) {
   if (statistic === 'error') {
     return { z, text, scale: 'YlOrRd', reverse: true, zmin: 0, zmax: Math.max(zmax, 1e-12), zmid: undefined };
   }
+  if (statistic === 'excess') {
+    // at most 1 is within the band: the scale reaches at least 2 so that a run where every
+    // node is explained stays in its lower half, and an infinite excess (an argument) on top
+    const top = Math.max(zmax, 2);
+    const drawn = values.map((row) => row.map((value) => (value === null ? null : Number.isFinite(value) ? value : top)));
+    return { z: drawn, text, scale: 'YlOrRd', reverse: true, zmin: 0, zmax: top, zmid: undefined };
+  }
   const diverging = zmin < 0 && zmax > 0;
   if (diverging) {
     const bound = Math.max(-zmin, zmax);
@@ -71,7 +79,7 @@ export async function renderHeatmap(host, answer, { plotlyUrl, statistic, axes, 
     customdata: nodes,
     colorscale: scale,
     reversescale: Boolean(reverse), // plotly's YlOrRd runs dark to light: light is "no error"
-    colorbar: statistic === 'error' ? { tickformat: '.2~%' } : undefined,
+    colorbar: statistic === 'error' ? { tickformat: '.2~%' } : undefined, // excess: plain numbers
     zmin,
     zmax,
     zmid,

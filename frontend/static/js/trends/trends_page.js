@@ -14,8 +14,16 @@ export const VIEWS = {
   'rank-step': { rows: 'rank', cols: 'step' },
   'module-pass': { rows: 'module', cols: 'pass' },
 };
-const COMPARE_ONLY = ['error', 'level'];
+const COMPARE_ONLY = ['excess', 'error', 'level'];
 const PASSES = ['forward', 'backward', 'parameters_grad'];
+
+/** The statistic a compare opens on: graphboard's excess over the noise band, which points
+ * where the viewer's first error points, where the file holds dtype-aware verdicts; msprobe's
+ * worst relative error where it does not (msprobe's files, md5 mode). */
+export function defaultStatistic(file) {
+  if (file?.config?.graph_type !== 'compare') return 'norm';
+  return file.default_rules === 'dtype-aware' ? 'excess' : 'error';
+}
 
 /** The page's view from a query string; anything missing or unknown is null. */
 export function parseTrendsState(search) {
@@ -96,6 +104,7 @@ export class TrendsPage extends Page {
       this.$(id).addEventListener('change', (event) => {
         const value = event.target.value;
         this.state[field] = ['depth', 'step', 'rank'].includes(field) ? (value === '' ? null : Number(value)) : value;
+        if (field === 'statistic') this.defaulted = false;
         if (field === 'graph') this.fileChosen();
         this.refresh();
       });
@@ -131,7 +140,11 @@ export class TrendsPage extends Page {
     if (!keep || !state.view) {
       state.view = config.steps.length > 1 ? 'module-step' : config.ranks.length > 1 ? 'module-rank' : 'module-pass';
     }
-    if (!state.statistic || (!compare && COMPARE_ONLY.includes(state.statistic))) state.statistic = compare ? 'error' : 'norm';
+    const unavailable = state.statistic === 'excess' && this.file.default_rules !== 'dtype-aware';
+    if (!state.statistic || unavailable || (!compare && COMPARE_ONLY.includes(state.statistic))) {
+      state.statistic = defaultStatistic(this.file);
+      this.defaulted = true; // a file built before the excess was stored: error instead
+    }
     if (!state.side || (!compare && state.side !== 'NPU')) state.side = 'NPU';
     state.pass = state.pass ?? 'forward';
     if (!config.steps.includes(state.step)) state.step = config.steps[0] ?? 0;
@@ -159,7 +172,7 @@ export class TrendsPage extends Page {
     this.$('trends-view').value = state.view;
     this.$('trends-statistic').value = state.statistic;
     for (const option of this.$('trends-statistic').options) {
-      option.disabled = !compare && COMPARE_ONLY.includes(option.value);
+      option.disabled = (!compare && COMPARE_ONLY.includes(option.value)) || (option.value === 'excess' && this.file.default_rules !== 'dtype-aware');
     }
     this.$('trends-side').value = state.side;
     this.$('trends-pass').value = state.pass;
@@ -228,6 +241,13 @@ export class TrendsPage extends Page {
       this.showStatus(empty ? this.t('trends.empty') : this.summary(answer), false);
     } catch (error) {
       if (ticket !== this.request) return;
+      if (this.defaulted && state.statistic === 'excess' && error.code === 'invalid_heatmap') {
+        // graphboard's file built before the excess was stored: the page's own choice falls
+        // back to msprobe's worst relative error (one asked for says why it is refused)
+        this.defaulted = false;
+        state.statistic = 'error';
+        return this.refresh();
+      }
       this.answer = null;
       setChildren(this.$('trends-chart'));
       this.showStatus(error.message, true);
