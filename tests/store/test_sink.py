@@ -334,3 +334,19 @@ def test_the_pure_path_forced_writes_through_sqlite(tmp_path: Path) -> None:
         env={"GRAPHBOARD_PURE": "1", "PATH": "/usr/bin:/bin"},
     )
     assert done.stdout == "True\n", done.stderr
+
+
+def test_the_sqlite_sink_writes_large_pages_and_no_journal(tmp_path: Path) -> None:
+    """A part is private until renamed (store/sqlite_sink.py's BUILD_PRAGMAS): no journal file
+    beside it while it is written nor after, and 16 KiB pages, which a later open keeps."""
+    path = tmp_path / "tuned.db"
+    part = SqliteSink(path, True)
+    part.insert_nodes([node_row(n, input_data="x" * 6000) for n in range(100)])
+    part.finish_nodes()
+    assert [found.name for found in tmp_path.iterdir()] == ["tuned.db"]
+    part.close()
+    assert [found.name for found in tmp_path.iterdir()] == ["tuned.db"]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA page_size").fetchone() == (16384,)
+        assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (100,)
+    conn.close()
