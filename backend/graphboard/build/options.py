@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from graphboard.compare.matching import MatchMode
 from graphboard.compare.result import DataMode
+from graphboard.distributed import CommNode
 from graphboard.dump.layout import RankDir
 from graphboard.merge.flags import ParallelOptions
-
-if TYPE_CHECKING:  # graphboard.distributed is imported after a task's rows are out
-    from graphboard.distributed import CommNode
-    from graphboard.merge.plan import ReplicaTask
+from graphboard.merge.plan import ReplicaTask
 
 
 @dataclass(slots=True)

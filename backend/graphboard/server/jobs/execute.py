@@ -14,6 +14,7 @@ from pathlib import Path
 
 from graphboard.build import BuildOptions, BuildResult, run_build
 from graphboard.errors import GraphboardError
+from graphboard.executor import Executor
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
@@ -36,7 +37,7 @@ def remove_leftovers(settings: Settings, job_id: str) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> BuildOptions:
+def job_options(settings: Settings, job: Job) -> BuildOptions:
     return BuildOptions(
         target=Path(job.target),
         golden=Path(job.golden) if job.golden else None,
@@ -45,7 +46,6 @@ def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> 
         fuzzy_match=job.fuzzy_match,
         layer_mapping=Path(job.layer_mapping) if job.layer_mapping else None,
         noise_reference=Path(job.noise_reference) if job.noise_reference else None,
-        workers=workers,
         output_name=output_name(job),
         command=["graphboard", "job", job.id],
     )
@@ -118,18 +118,14 @@ def fail_job(settings: Settings, catalog: Catalog, job: Job, error: BaseExceptio
     end_job(settings, catalog, job.id)
 
 
-def run_claimed(
-    settings: Settings, catalog: Catalog, job: Job, *, workers: int | None = None
-) -> None:
+def run_claimed(settings: Settings, catalog: Catalog, job: Job, executor: Executor) -> None:
     """Build a job this process has claimed (status running), start to finish."""
     remove_leftovers(settings, job.id)
     try:
         # A stop signal raises here (stop_signals_raise, entered by the caller's process:
         # local.py's build process, celery_app's tasks) and unwinds run_build, which removes
         # its files and stops its children.
-        result = run_build(
-            job_options(settings, job, workers=workers), CatalogProgress(catalog, job.id)
-        )
+        result = run_build(job_options(settings, job), CatalogProgress(catalog, job.id), executor)
     except Exception as error:  # KeyboardInterrupt / SystemExit: leave it running (re-queued)
         fail_job(settings, catalog, job, error)
         return
@@ -143,8 +139,7 @@ def run_job(
     catalog: Catalog,
     job_id: str,
     owner: str,
-    *,
-    workers: int | None = None,
+    executor: Executor,
 ) -> None:
     """Claim the job and build it; nothing happens if it has ended or is someone else's."""
     with catalog.session() as session:
@@ -156,4 +151,4 @@ def run_job(
         if ended:  # e.g. failed just now for its attempts: free its files
             end_job(settings, catalog, job_id)
         return
-    run_claimed(settings, catalog, job, workers=workers)
+    run_claimed(settings, catalog, job, executor)
