@@ -122,3 +122,27 @@ def test_a_process_ending_with_its_build_keeps_the_graphs_others_free_them(
         assert state == {"kept": 1, "alive": 2, "frozen": True, "whole": True}
     else:
         assert state == {"kept": 0, "alive": 0, "frozen": False, "whole": True}
+
+
+_EXIT_WITH_A_QUEUE_ALIVE = """
+import multiprocessing
+from graphboard.executor import Executor
+# a queue still alive at the exit, as a stopped pool's can be (held by the stop's traceback,
+# or by a worker cut short while starting)
+stuck = multiprocessing.get_context("spawn").Queue()
+Executor(ends_process=True).exit(143)
+"""
+
+
+def test_a_process_ending_by_os_exit_leaves_no_semaphore_behind() -> None:
+    """Issue 30: a stopped compare once exited 143, cleanly, but its pool's named semaphores
+    were reported leaked: os._exit skips multiprocessing's exit hook, which unlinks those of
+    queues still alive."""
+    ended = subprocess.run(
+        [sys.executable, "-c", _EXIT_WITH_A_QUEUE_ALIVE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ended.returncode == 143, ended.stderr
+    assert "leaked" not in ended.stderr, ended.stderr
