@@ -13,15 +13,9 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.build import (
-    BuildOptions,
-    finish_build,
-    plan_build,
-    run_build,
-    run_part,
-    run_task,
-    stages,
-)
+from graphboard.build import BuildOptions, plan_build, run_build, run_part, stages
+from graphboard.build.finish import finish_build
+from graphboard.build.task import run_task
 from graphboard.errors import CompareError, DumpError, LayoutError
 from graphboard.executor import Executor
 from graphboard.store import schema

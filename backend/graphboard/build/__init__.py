@@ -6,26 +6,25 @@ One sequence of stages, the same for the command line, the server's local runner
 build/stages.py) into a part file of its own, then :func:`finish_build` (merge, link ranks,
 index, rename). :func:`run_build` is the three in one call, run by the executor it is given
 (graphboard/executor.py). A failure anywhere removes every temporary file.
+
+The package holds what a caller needs to start a build; the stages' modules (build/task.py,
+build/finish.py: compare, store, distributed) are imported where a build reaches them
+(build/run.py says why).
 """
 
 from __future__ import annotations
 
-from graphboard.build.finish import SCHEMA_NAME, finish_build
 from graphboard.build.options import BuildOptions, BuildResult, Task, TaskResult
 from graphboard.build.plan import BuildPlan, plan_build
 from graphboard.build.run import run_build, run_part
-from graphboard.build.task import run_task
 
 __all__ = [
-    "SCHEMA_NAME",
     "BuildOptions",
     "BuildPlan",
     "BuildResult",
     "Task",
     "TaskResult",
-    "finish_build",
     "plan_build",
     "run_build",
     "run_part",
-    "run_task",
 ]

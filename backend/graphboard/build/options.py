@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphboard.compare.matching import MatchMode
 from graphboard.compare.result import DataMode
-from graphboard.distributed import CommNode
 from graphboard.dump.layout import RankDir
 from graphboard.merge.flags import ParallelOptions
 from graphboard.merge.plan import ReplicaTask
+
+if TYPE_CHECKING:  # a type only: the module is imported with the stages (build/run.py)
+    from graphboard.distributed import CommNode
 
 
 @dataclass(slots=True)

@@ -10,16 +10,23 @@ import os
 from concurrent.futures import Future
 from contextlib import suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphboard.build import output
-from graphboard.build.finish import finish_build
 from graphboard.build.options import BuildOptions, BuildResult, Task, TaskResult
 from graphboard.build.plan import BuildPlan, plan_build
-from graphboard.build.task import Reader, run_task
 from graphboard.dump.layout import RankDir
 from graphboard.executor import Executor
 from graphboard.graph.builder import DumpRecords, read_records
 from graphboard.progress import ProgressCallback, silent
+
+if TYPE_CHECKING:
+    from graphboard.build.task import Reader
+
+# The stages' modules (compare, store, distributed: 0.1 to 0.2 s to import, measured against
+# graphboard.build alone) are imported in the functions below, after a lone compare has
+# started reading its golden side aside: imported first, they delayed that read by as much
+# and the compare waited for it ("wait for and build golden", bench/bench_core.py).
 
 POOL_MIN_BYTES = 48 * 1024 * 1024  # below this much dump.json, starting workers costs more
 # Below this much dump.json to read aside, a lone task reads its rank folders one after the
@@ -41,12 +48,16 @@ def run_build(
     except BaseException:
         output.remove(parts)
         raise
+    from graphboard.build.finish import finish_build  # see above
+
     return executor.call(finish_build, plan, results, parts, progress)
 
 
 def run_part(plan: BuildPlan, index: int, part: Path, executor: Executor) -> TaskResult:
     """One task of a build fanned out over several processes (Celery's workers), into its
     part: without msprobe's indexes, which the finish builds once in the merged file."""
+    from graphboard.build.task import run_task  # see above
+
     return executor.run(run_task, plan.tasks[index], plan.options, part, False)
 
 
@@ -67,9 +78,13 @@ def run_tasks(
         # a compare's golden side is one read; a replica's other ranks, one a worker
         workers = 1 if task.merge is None else options.workers or os.cpu_count() or 1
         with executor.reading_aside(read_records, aside, workers=workers) as futures:
+            from graphboard.build.task import run_task  # see above: the read has started
+
             result = executor.run(run_task, task, options, parts[0], True, _reader(futures), True)
         done(1, result)
         return [result]
+    from graphboard.build.task import run_task  # see above
+
     return executor.run_each(
         run_task,
         [(task, options, part, len(tasks) == 1) for task, part in zip(tasks, parts, strict=True)],
@@ -136,6 +151,13 @@ def _reader(futures: dict[RankDir, Future[DumpRecords]]) -> Reader:
 
     def read(folder: RankDir) -> DumpRecords:
         future = futures.pop(folder, None)
-        return read_records(folder) if future is None else future.result()
+        if future is None:
+            return read_records(folder)
+        if not future.done():
+            # what the summaries need (numpy: a few tenths of a second), loaded meanwhile
+            from graphboard.store import writer  # see above
+
+            writer.load_summary_modules()
+        return future.result()
 
     return read

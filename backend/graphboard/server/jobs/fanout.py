@@ -34,7 +34,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from graphboard.build import BuildPlan, TaskResult, finish_build, plan_build, run_part
+from graphboard.build import BuildPlan, TaskResult, plan_build, run_part
+from graphboard.build.finish import finish_build
 from graphboard.errors import GraphboardError
 from graphboard.executor import Executor
 from graphboard.server.catalog import Catalog
