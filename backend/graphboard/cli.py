@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import os
 import signal
 import stat
 import sys
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from graphboard import __version__
 from graphboard.errors import GraphboardError
+from graphboard.executor import Executor
 from graphboard.progress import ProgressBar, ProgressCallback, silent
 from graphboard.stopping import exit_status, stop_signal, stop_signals_raise
 
@@ -116,8 +117,12 @@ def _progress_log(fraction: float, _message: str) -> None:
     print(f"PROGRESS: {json.dumps(line)}", flush=True)
 
 
-def _run_build(args: argparse.Namespace) -> int:
+def _run_build(args: argparse.Namespace, executor: Executor | None = None) -> int:
+    """graph_build (and ``graphboard build``), run by ``executor`` (by default one that may
+    start processes and frees what its tasks built as it goes)."""
     from graphboard.build import BuildOptions, run_build
+
+    executor = executor or Executor()
     from graphboard.merge.flags import parallel_options
 
     parallel = parallel_options(
@@ -132,7 +137,7 @@ def _run_build(args: argparse.Namespace) -> int:
     )
     export = False
     if args.file_type == "json":  # the export's modules only then: a build starts sooner
-        from graphboard.merge.export import json_export_wanted
+        from graphboard.build.export import json_export_wanted
 
         export = json_export_wanted(parallel is not None, bool(args.golden_path))
     if args.file_type == "json" and not export:
@@ -177,9 +182,9 @@ def _run_build(args: argparse.Namespace) -> int:
         noise_reference=Path(args.noise_reference) if args.noise_reference else None,
     )
     if export:  # msprobe's JSON export of the merged graphs instead of a db
-        from graphboard.merge.export import run_export
+        from graphboard.build.export import run_export
 
-        for folder in run_export(options):
+        for folder in executor.call(run_export, options):
             print(folder)
         return 0
     progress: ProgressCallback
@@ -189,11 +194,11 @@ def _run_build(args: argparse.Namespace) -> int:
         progress = silent
     else:
         progress = ProgressBar()
-    result = run_build(options, progress)
+    result = run_build(options, progress, executor)
     if args.auto_match is not None:
         from graphboard.suggest.apply import auto_match
 
-        matched, refused = auto_match(result.path, args.auto_match)
+        matched, refused = executor.call(auto_match, result.path, args.auto_match)
         if not args.quiet:
             print(
                 f"graph_build: --auto-match {args.auto_match}: matched {matched} node(s), "
@@ -321,7 +326,7 @@ def _guarded(prog: str, run: Callable[[argparse.Namespace], int], args: argparse
             return exit_status(interrupt)
 
 
-def graph_build_main(argv: Sequence[str] | None = None) -> int:
+def graph_build_main(argv: Sequence[str] | None = None, executor: Executor | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="graph_build",
         description="Build a .vis.db from one msprobe dump, or compare a target dump with a golden one.",
@@ -329,22 +334,17 @@ def graph_build_main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--version", action="version", version=f"graphboard {__version__}")
     _add_build_arguments(parser)
-    return _guarded("graph_build", _run_build, parser.parse_args(argv))
+    return _guarded(
+        "graph_build", functools.partial(_run_build, executor=executor), parser.parse_args(argv)
+    )
 
 
 def graph_build_command() -> NoReturn:
-    """The graph_build console script: graph_build_main for a process that ends with it.
-
-    It exits without the interpreter's teardown, which would free every module's objects one
-    by one only for the process to end anyway.
-    """
-    from graphboard.allocation import process_ends_with_work
-
-    process_ends_with_work()
-    code = graph_build_main()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """The graph_build console script: graph_build_main for a process that ends with it, so
+    its executor keeps what the build made for the exit and skips the interpreter's teardown
+    (graphboard/executor.py)."""
+    executor = Executor(ends_process=True)
+    executor.exit(graph_build_main(executor=executor))
 
 
 def graphboard_main(argv: Sequence[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graphboard.build.run import _kill_workers
+from graphboard.executor import _kill_workers
 
 if not Path("/proc/self/io").exists():
     pytest.skip("needs Linux's /proc/PID/io", allow_module_level=True)

@@ -13,12 +13,17 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, finish_build, plan_build, run_build, run_task, stages
+from graphboard.build import BuildOptions, plan_build, run_build, run_part, stages
+from graphboard.build.finish import finish_build
+from graphboard.build.task import run_task
 from graphboard.errors import CompareError, DumpError, LayoutError
+from graphboard.executor import Executor
 from graphboard.store import schema
 from graphboard.store.sink import open_sink
 from part_rows import node_row
 from vis_db_support import assert_same_vis_db, nodes_per_graph
+
+HERE = Executor(processes=False)  # tasks run in this process, as a Celery worker runs them
 
 
 def test_planning_lists_the_tasks_in_order_and_is_repeatable(tmp_path: Path) -> None:
@@ -55,7 +60,10 @@ def test_parts_built_one_by_one_merge_into_what_run_build_writes(tmp_path: Path)
     )
     plan = plan_build(options)
     parts = [tmp_path / f"part{index}.db" for index in range(len(plan.tasks))]
-    results = [run_task(task, options, part) for task, part in zip(plan.tasks, parts, strict=True)]
+    results = [
+        HERE.run(run_task, task, options, part)
+        for task, part in zip(plan.tasks, parts, strict=True)
+    ]
     staged = finish_build(plan, results, parts)
     assert not any(part.exists() for part in parts)  # merged, then removed
     whole = run_build(
@@ -72,7 +80,7 @@ def test_a_failed_merge_leaves_no_file(tmp_path: Path) -> None:
     )
     plan = plan_build(options)
     part = tmp_path / "part0.db"
-    result = run_task(plan.tasks[0], options, part)
+    result = HERE.run(run_task, plan.tasks[0], options, part)
     part.write_bytes(b"not a database")
     with pytest.raises(Exception, match="file is not a database"):
         finish_build(plan, [result], [part])
@@ -89,9 +97,9 @@ def test_a_task_leaves_no_cyclic_garbage(tmp_path: Path) -> None:
     plan = plan_build(options)
     gc.collect()
     was_enabled = gc.isenabled()
-    gc.disable()  # only run_task's own garbage is counted below
+    gc.disable()  # only the task's own garbage is counted below
     try:
-        result = run_task(plan.tasks[0], options, tmp_path / "part0.db")
+        result = HERE.run(run_task, plan.tasks[0], options, tmp_path / "part0.db")
         unreachable = gc.collect()
     finally:
         if was_enabled:
@@ -117,11 +125,11 @@ def test_each_stage_called_alone_gives_the_rows_the_build_writes(tmp_path: Path,
     task = plan_build(options).tasks[0]
     target_side, golden_side = stages.Side.target_of(task), stages.Side.golden_of(task)
     assert golden_side is not None
-    target = stages.hierarchy(target_side, stages.read(target_side))
-    golden = stages.hierarchy(golden_side, stages.read(golden_side))
+    target = stages.hierarchy(target_side, stages.read(target_side.dump))
+    golden = stages.hierarchy(golden_side, stages.read(golden_side.dump))
     matched = stages.match(target, golden, options)
     assert matched.counts["target_matched"] > 0
-    stages.score(target, golden, matched.mode)
+    target.rule_verdicts = stages.score(target, golden, matched.mode)
     target_rows = [tuple(row) for row in stages.rows(target, golden, matched.mode)]
     golden_rows = [tuple(row) for row in stages.rows(golden, target, matched.mode)]
     built = run_build(options).path
@@ -141,14 +149,14 @@ def _first_difference(
     return min(len(rows), len(stored)), len(rows), len(stored)
 
 
-def test_the_sink_stage_writes_a_graphs_rows_and_stacks(tmp_path: Path) -> None:
+def test_the_write_stage_writes_a_graphs_rows_and_stacks(tmp_path: Path) -> None:
     root = fixture_path("convnet-stats")
     options = BuildOptions(target=root / "target", output_dir=tmp_path)
     side = stages.Side.target_of(plan_build(options).tasks[0])
-    graph = stages.hierarchy(side, stages.read(side))
-    part = open_sink(tmp_path / "part.db", True)
-    stages.sink(part, stages.rows(graph, None, None))
-    part.close()
+    graph = stages.hierarchy(side, stages.read(side.dump))
+    assert stages.write_part(tmp_path / "part.db", True, [(graph, None)], None) == (
+        tmp_path / "part.db"
+    )
     with sqlite3.connect(tmp_path / "part.db") as conn:
         assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (len(graph.nodes),)
         stack_ids = {row[0] for row in conn.execute("SELECT stack_id FROM tb_nodes")}
@@ -163,7 +171,7 @@ def test_a_task_leaves_the_cycle_collector_as_it_found_it(tmp_path: Path, enable
     was_enabled = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:
-        run_task(plan_build(options).tasks[0], options, tmp_path / "part0.db")
+        HERE.run(run_task, plan_build(options).tasks[0], options, tmp_path / "part0.db")
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was_enabled else gc.disable)()
@@ -245,8 +253,19 @@ def test_a_small_part_has_no_free_pages_and_the_same_size_each_time(tmp_path: Pa
     sizes = set()
     for attempt in range(8):
         part = tmp_path / f"part{attempt}.db"
-        run_task(task, options, part)
+        HERE.run(run_task, task, options, part)
         with sqlite3.connect(part) as conn:
             assert conn.execute("PRAGMA freelist_count").fetchone() == (0,)
         sizes.add(part.stat().st_size)
     assert len(sizes) == 1
+
+
+def test_a_fanned_out_part_has_only_its_primary_key(tmp_path: Path) -> None:
+    """Celery's parts are merged into one file, indexed there: a part's own msprobe indexes
+    would be built only to be thrown away (they were, before run_part)."""
+    ddp2 = fixture_path("convnet-ddp2")
+    options = BuildOptions(target=ddp2 / "target", golden=ddp2 / "golden", output_dir=tmp_path)
+    plan = plan_build(options)
+    result = run_part(plan, 1, tmp_path / "part1.db", HERE)
+    assert (result.step, result.rank) == (plan.tasks[1].step, plan.tasks[1].rank)
+    assert _indexes(tmp_path / "part1.db") == set()

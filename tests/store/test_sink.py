@@ -6,9 +6,11 @@ and both refuse the same rows, naming the file, the row and what was expected.""
 from __future__ import annotations
 
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -350,3 +352,65 @@ def test_the_sqlite_sink_writes_large_pages_and_no_journal(tmp_path: Path) -> No
         assert conn.execute("PRAGMA page_size").fetchone() == (16384,)
         assert conn.execute("SELECT count(*) FROM tb_nodes").fetchone() == (100,)
     conn.close()
+
+
+class _WatchedTable:
+    """The real compiled table, its calls recorded, its index build held until ``release``
+    is set: a build that is still running when the part is stopped."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.release = threading.Event()
+        self.calls: list[str] = []
+
+    @property
+    def rows(self) -> int:
+        return int(self.table.rows)
+
+    def append(self, rows: Any) -> None:
+        self.table.append(rows)
+
+    def finish(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append("finish")
+        self.release.wait()
+        self.table.finish(*args, **kwargs)
+        self.calls.append("finished")
+
+    def close(self) -> None:
+        self.calls.append("close")
+        self.table.close()
+
+
+def test_a_stop_while_the_indexes_are_built_never_frees_the_table_under_them(
+    tmp_path: Path,
+) -> None:
+    """Issue 30: SIGTERM mid-compare segfaulted now and then. The stop (a signal handler's
+    exception, as stopping.py raises) came while close() waited for the index thread; on
+    Python 3.11 an interrupted Thread.join marks the thread ended, so abandon() closed the
+    table while the thread still built its indexes. abandon() must neither wait for that
+    thread nor close the table under it: the thread closes it once done."""
+    if not compiled_sink.available():
+        pytest.skip("graphboard.accel._btree is not built (or GRAPHBOARD_PURE is set)")
+    part = compiled_sink.CompiledSink(tmp_path / "stopped.db", True)
+    watched = _WatchedTable(part._table)
+    part._table = watched
+    part.insert_nodes(node_row(order) for order in range(100))
+
+    def stop(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)  # while close() waits: finish is held
+        with pytest.raises(KeyboardInterrupt):
+            part.close()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    part.abandon()  # returns at once, the build still held
+    assert watched.calls == ["finish"]
+    watched.release.set()
+    for thread in threading.enumerate():
+        if thread.name == "tb_nodes indexes":
+            thread.join()
+    assert watched.calls == ["finish", "finished", "close"]

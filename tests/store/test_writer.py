@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import graphboard
+import graphboard.build.finish as build_finish
 import graphboard.build.plan as build_plan
-import graphboard.distributed
 from dumpmaker import (
     BuildFn,
     assert_nothing_written,
@@ -106,8 +106,8 @@ def test_an_interrupted_build_leaves_nothing_behind(
     def interrupt(*_args: Any, **_kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    # the last stage of a build, imported by build/finish.py when it gets there
-    monkeypatch.setattr(graphboard.distributed, "link_ranks", interrupt)
+    # the last stage of a build (build/finish.py)
+    monkeypatch.setattr(build_finish, "link_ranks", interrupt)
     tiny_model().write(tmp_path / "rank0")
     out = output_folder(tmp_path)
     with pytest.raises(KeyboardInterrupt):

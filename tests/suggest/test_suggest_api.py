@@ -4,6 +4,7 @@ rejected), with the server's refusals."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -131,3 +132,16 @@ def test_refusals(client: TestClient, tmp_path: Path) -> None:
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "read_only"
     finally:
         (tmp_path / "run.vis.db").chmod(0o644)
+
+
+def test_a_suggestions_request_leaves_the_collector_alone(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: the collector is the whole interpreter's, and a server's other requests run
+    meanwhile on other threads; a request must never pause it (this one did, gc.disable)."""
+
+    def refused() -> None:
+        raise AssertionError("a request paused the cyclic collector")
+
+    monkeypatch.setattr(gc, "disable", refused)
+    assert _pairs(_list(client))[BLOCK[0]] == BLOCK[1]

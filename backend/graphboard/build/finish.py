@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from graphboard import __version__
-from graphboard.allocation import without_cycle_collection
 from graphboard.build import output
 from graphboard.build.options import BuildResult, TaskResult
 from graphboard.build.plan import BuildPlan
 from graphboard.compare.colors import node_colors, tool_tips
 from graphboard.compare.result import DataMode
+from graphboard.distributed import link_ranks
 from graphboard.errors import CompareError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.progress import ProgressCallback, Stopwatch, silent
@@ -47,18 +47,15 @@ def finish_build(
         conn = _merged(parts, temp)
         clock.lap("merge parts")
         sides = (TARGET_SIDE, GOLDEN_SIDE) if options.compare else (TARGET_SIDE,)
-        from graphboard.distributed import link_ranks  # imported when first needed
-
-        with without_cycle_collection():  # a link allocates as a task does (see there)
-            link_summary = link_ranks(
-                conn,
-                # merged graphs are replicas, not ranks: no cross-rank links, as msprobe
-                [node for result in results for node in result.comm_nodes]
-                if options.parallel is None
-                else [],
-                options.overflow_check,
-                dumped=[(side, result.step, result.rank) for result in results for side in sides],
-            )
+        link_summary = link_ranks(
+            conn,
+            # merged graphs are replicas, not ranks: no cross-rank links, as msprobe
+            [node for result in results for node in result.comm_nodes]
+            if options.parallel is None
+            else [],
+            options.overflow_check,
+            dumped=[(side, result.step, result.rank) for result in results for side in sides],
+        )
         clock.lap("link ranks")
         warnings = [*plan.warnings, *link_summary.warnings]
         for result in results:

@@ -10,10 +10,10 @@ from graphboard.compare.matching import MatchMode
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
 from graphboard.merge.flags import ParallelOptions
+from graphboard.merge.plan import ReplicaTask
 
-if TYPE_CHECKING:  # graphboard.distributed is imported after a task's rows are out
+if TYPE_CHECKING:  # a type only: the module is imported with the stages (build/run.py)
     from graphboard.distributed import CommNode
-    from graphboard.merge.plan import ReplicaTask
 
 
 @dataclass(slots=True)

@@ -15,10 +15,11 @@ from typing import Any
 
 from graphboard.build.options import BuildOptions, Task
 from graphboard.build.output import check_output_name
+from graphboard.build.reference import attach_references
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.dump.layout import DumpLayout, LayoutKind, discover
 from graphboard.errors import CompareError
-from graphboard.merge.plan import merged_tasks, plan_merge
+from graphboard.merge.plan import MergePlan, plan_merge
 
 
 @dataclass(slots=True)
@@ -58,12 +59,27 @@ def plan_build(options: BuildOptions) -> BuildPlan:
     else:
         tasks = pair_tasks(target_layout, golden_layout, warnings, missing)
     if options.noise_reference is not None:
-        from graphboard.build.reference import attach_references
-
         attach_references(options, tasks, warnings, missing)
     if isinstance(options.layer_mapping, Path):
         LayerMapping.load(options.layer_mapping)  # fail before any work on a bad mapping file
     return BuildPlan(options, tasks, warnings, missing, started_at)
+
+
+def merged_tasks(plan: MergePlan) -> list[Task]:
+    """The tasks of a merged build: one per step and (target) replica, keyed by the replicas'
+    main ranks, whose folders stand for the task where one folder is asked for."""
+    return [
+        Task(
+            task.step,
+            task.rank,
+            task.target_ranks[task.rank],
+            None
+            if task.golden is None or task.golden_ranks is None
+            else task.golden_ranks[task.golden.main_rank],
+            merge=task,
+        )
+        for task in plan.tasks
+    ]
 
 
 def pair_tasks(

@@ -1,8 +1,9 @@
-"""The stages of one task, in order: read, hierarchy, overflow, match, score, rows, sink.
+"""The stages of one task, in order: read, hierarchy, (noise reference), overflow, match,
+score, rows, write the part, communication ops.
 
-Each is a function of typed inputs to typed outputs that a test can call alone; task.py runs
-them in sequence for one (step, rank). None holds state between calls, forks, or changes how
-the interpreter runs.
+Each is a function of typed inputs that returns what it makes, and a test can call it alone;
+task.py runs them in sequence for one (step, rank). None holds state between calls, forks, or
+changes how the interpreter runs (the executor does: graphboard/executor.py).
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ from typing import Any
 
 from graphboard.build.options import BuildOptions, Task
 from graphboard.compare import noise_reference
-from graphboard.compare.dtype_graph import score_graph
+from graphboard.compare.dtype_graph import GraphVerdicts, score_graph
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.compare.matching import match_graphs
 from graphboard.compare.modes import common_mode
 from graphboard.compare.noise_reference import NoiseReference
 from graphboard.compare.result import DataMode
+from graphboard.distributed import CommNode, collect_comm_nodes
 from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords, build_graph, read_records
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph, Node
 from graphboard.overflow import check_overflow
-from graphboard.store import writer
-from graphboard.store.sink import PartSink
+from graphboard.store import reference_table, writer
+from graphboard.store.sink import open_sink
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +49,9 @@ class Side:
         return None if task.golden is None else cls(task.golden, GOLDEN_SIDE, task.step, task.rank)
 
 
-def read(side: Side) -> DumpRecords:
-    """dump.json parsed into parameters per record."""
-    return read_records(side.dump)
+def read(folder: RankDir) -> DumpRecords:
+    """A rank folder's dump.json parsed into parameters per record."""
+    return read_records(folder)
 
 
 def hierarchy(side: Side, records: DumpRecords) -> Graph:
@@ -59,9 +61,10 @@ def hierarchy(side: Side, records: DumpRecords) -> Graph:
     return graph
 
 
-def overflow(graph: Graph) -> None:
-    """Mark each node's overflow level (-oc)."""
-    check_overflow(graph)
+def overflow(graph: Graph) -> int:
+    """Each node's overflow level (-oc), set on the node as msprobe's rows carry it; returns
+    how many nodes overflow."""
+    return check_overflow(graph)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +97,15 @@ def match(target: Graph, golden: Graph, options: BuildOptions) -> Matched:
 
 def score(
     target: Graph, golden: Graph, mode: DataMode, reference: NoiseReference | None = None
-) -> None:
-    """Score every matched target node against its golden partner (pass / warning / error),
-    by msprobe's rules (each node's precision) and the dtype-aware ones (the graph's
-    rule_verdicts), these against a noise reference's measurements when there is one."""
+) -> GraphVerdicts:
+    """Score every matched target node against its golden partner (pass / warning / error)
+    by msprobe's rules (each node's precision, set on the node as its row carries it), and
+    return the dtype-aware verdicts (the rule columns and the -nr table are written from
+    them), judged against a noise reference's measurements when there is one."""
     compare_graphs(target, golden, mode)
-    target.rule_verdicts = score_graph(target, mode, reference)
-    target.rule_verdicts.reference = reference
+    verdicts = score_graph(target, mode, reference)
+    verdicts.reference = reference
+    return verdicts
 
 
 def measure_reference(reference: Graph, golden: Graph, options: BuildOptions) -> NoiseReference:
@@ -133,6 +138,29 @@ def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRow
     return GraphRows(writer.prepare_rows(graph, partner, mode), writer.row_order(graph))
 
 
-def sink(part: PartSink, graph_rows: GraphRows) -> None:
-    """Write a graph's rows and stacks into the task's part file."""
-    writer.write_rows(part, graph_rows.prepared, graph_rows.nodes)
+def write_part(
+    part: Path, indexed: bool, pairs: list[tuple[Graph, Graph | None]], mode: DataMode | None
+) -> Path:
+    """The task's part file at ``part``: each graph's rows and stacks (the target's before
+    the golden's, as msprobe writes them), then graphboard's summaries and the -nr table.
+    ``indexed``: msprobe's indexes too, for a part that becomes the whole .vis.db (parts
+    merged into one file are indexed there). Nothing is left at ``part`` on a failure."""
+    sink = open_sink(part, indexed=indexed)
+    try:
+        for graph, partner in pairs:
+            graph_rows = rows(graph, partner, mode)
+            writer.write_rows(sink, graph_rows.prepared, graph_rows.nodes)
+        sink.finish_nodes()  # the compiled sink indexes meanwhile
+        writer.write_summaries(sink, pairs)
+        reference_table.write(sink, pairs[0][0])  # -nr only
+        sink.close()
+    except BaseException:
+        sink.abandon()
+        part.unlink(missing_ok=True)
+        raise
+    return part
+
+
+def communication(graphs: list[Graph]) -> list[CommNode]:
+    """The graphs' communication ops, which the finish links across ranks."""
+    return [node for graph in graphs for node in collect_comm_nodes(graph)]

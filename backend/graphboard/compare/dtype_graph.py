@@ -128,7 +128,7 @@ def score_graph(
         twin_name = forward_twin(node.name)
         twin_node = target.nodes.get(twin_name) if twin_name is not None else None
         if twin_node is not None:  # a backward takes its forward's gain, worked eagerly too
-            twin = judge_again_eagerly(twin_node)
+            twin = judge_again_eagerly(twin_node)  # noqa: F821 (emptied only once done)
             if twin is not None:
                 inside = _with_twin(inside, twin)
         found = _judged(node, mode, hidden, inside, allowed, before, True, reference)
@@ -186,6 +186,10 @@ def score_graph(
             above = inner.get(parent.name, _NOTHING)
             if roundoff > above.roundoff or gain > above.gain:
                 inner[parent.name] = Inside(max(above.roundoff, roundoff), max(above.gain, gain))
+    # the recursive closure and its cell refer to each other, and through the cell to the
+    # target graph: emptied, the graph is freed by reference counting, not left to the
+    # collector as a cycle (tests/build/test_stages.py)
+    del judge_again_eagerly
     verdicts, introduced = result.verdict, result.introduced
     for name, found in judged.items():
         verdicts[name] = found.verdict

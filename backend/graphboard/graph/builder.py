@@ -14,7 +14,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from graphboard.allocation import without_cycle_collection
 from graphboard.dump.construct import Construct, read_construct
 from graphboard.dump.jsonio import DumpFile
 from graphboard.dump.layout import TENSOR_DIR, RankDir
@@ -316,10 +315,9 @@ def build_graph(
 
 
 def read_records(rank_dir: RankDir) -> DumpRecords:
-    """dump.json's records, parsed. Its parameters all live on: the cyclic collector is paused
-    meanwhile, also where this runs alone (a worker reading a task's folder aside)."""
-    with without_cycle_collection():
-        return DumpRecords(rank_dir.file("dump.json"))
+    """dump.json's records, parsed (their parameters all live on: an executor runs this with
+    the cyclic collector paused, graphboard/executor.py)."""
+    return DumpRecords(rank_dir.file("dump.json"))
 
 
 def assemble_graph(

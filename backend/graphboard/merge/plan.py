@@ -8,14 +8,10 @@ with replica i for the replicas both have and names the others in a warning (msp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from graphboard.dump.layout import DumpLayout, LayoutKind, RankDir
 from graphboard.merge.flags import ParallelFlags, ParallelFlagsError, ParallelOptions
 from graphboard.merge.layout import Replica, Strategy, generated_replicas, strategy_of
-
-if TYPE_CHECKING:  # build.options names ReplicaTask: imported here only where it is used
-    from graphboard.build.options import Task
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,22 +139,3 @@ def plan_merge(
         for target_replica, golden_replica in zip(target_replicas, golden_replicas, strict=False)
     ]
     return MergePlan(options, (strategies[0], strategy_of(options.golden)), tasks)
-
-
-def merged_tasks(plan: MergePlan) -> list[Task]:
-    """The build's tasks: one per step and (target) replica, keyed by the replicas' main ranks,
-    whose folders stand for the task where one folder is asked for."""
-    from graphboard.build.options import Task
-
-    return [
-        Task(
-            task.step,
-            task.rank,
-            task.target_ranks[task.rank],
-            None
-            if task.golden is None or task.golden_ranks is None
-            else task.golden_ranks[task.golden.main_rank],
-            merge=task,
-        )
-        for task in plan.tasks
-    ]

@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from graphboard.build import stages
 from graphboard.dump.layout import RankDir
 from graphboard.errors import GraphboardError
-from graphboard.graph.builder import DumpRecords
+from graphboard.graph.builder import DumpRecords, build_graph, read_records
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph
 from graphboard.merge.apis import merge_api_collections, sort_by_rank
 from graphboard.merge.flags import ParallelFlags
@@ -25,7 +24,7 @@ from graphboard.merge.pp import merge_pp
 from graphboard.merge.tp import Merges, merge_tp
 from graphboard.merge.vpp import has_chunks, merge_vpp
 
-Reader = Callable[[stages.Side], DumpRecords]
+Reader = Callable[[RankDir], DumpRecords]  # the read stage, or one taking what others read
 
 
 @dataclass(slots=True)
@@ -82,14 +81,15 @@ def merge_replica(
     ranks: Mapping[int, RankDir],
     label: str,
     step: int,
-    read: Reader = stages.read,
+    read: Reader = read_records,
 ) -> MergedGraph:
     """Read the replica's ranks and merge them into its main rank's graph. ``read``: the read
     stage (build/task.py hands one that takes what other processes have read)."""
     graphs: dict[int, Graph] = {}
     for rank in replica.ranks:
-        side = stages.Side(ranks[rank], label, step, rank)
-        graphs[rank] = stages.hierarchy(side, read(side))
+        graph = build_graph(ranks[rank], label, read(ranks[rank]))
+        graph.step, graph.rank = step, rank  # as the build's hierarchy stage names a side
+        graphs[rank] = graph
     merges = merge_graphs(flags, replica, graphs)
     main = graphs[replica.main_rank]
     for rank, graph in graphs.items():
@@ -100,7 +100,7 @@ def merge_replica(
     return MergedGraph(main, merges)
 
 
-def merged_sides(task: ReplicaTask, read: Reader = stages.read) -> tuple[Graph, Graph | None]:
+def merged_sides(task: ReplicaTask, read: Reader = read_records) -> tuple[Graph, Graph | None]:
     """The build core's read and hierarchy stages for a merged replica: each side's ranks
     read (by ``read``) and merged, every merged node carrying its NodeMerge (``Node.merge``)."""
     assert task.options is not None

@@ -11,7 +11,6 @@ file holds what store/sqlite_sink.py's would, row for row.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import threading
@@ -54,7 +53,14 @@ class CompiledSink:
             raise StoreError(f"{path}: {error}") from None  # "cannot create the file: ..."
         self._statements: list[tuple[str, Any, bool]] = []  # (sql, parameters, many)
         self._nodes_done = False
-        self._indexing: threading.Thread | None = None
+        # The indexing thread's end is an Event, never Thread.join: on Python 3.11 a join
+        # interrupted by a signal handler's exception (a stop: stopping.py) marks the thread
+        # ended while it still runs (bpo-45274's fix), and the table was then freed under it
+        # (SIGTERM mid-compare segfaulting, issue 30).
+        self._indexed = threading.Event()
+        self._indexed.set()  # no thread yet
+        self._lock = threading.Lock()  # the table's close: by abandon, or by the thread
+        self._abandoned = False
         self._indexing_error: StoreError | None = None
 
     def insert_nodes(self, rows: Iterable[tuple[Any, ...]], /) -> None:
@@ -80,14 +86,27 @@ class CompiledSink:
         if self._nodes_done:
             return
         self._nodes_done = True
-        self._indexing = threading.Thread(target=self._build_indexes, name="tb_nodes indexes")
-        self._indexing.start()
+        self._indexed.clear()
+        # a daemon: a process ending mid-build (its part abandoned) need not wait for it
+        indexing = threading.Thread(
+            target=self._build_indexes, name="tb_nodes indexes", daemon=True
+        )
+        try:
+            indexing.start()
+        except RuntimeError:  # no thread to be had: none runs, none to wait for
+            self._indexed.set()
+            raise
 
     def _build_indexes(self) -> None:
         try:
             self._table.finish(self._schema_rows, _sqlite_version(), threads=self._threads())
         except (OSError, ValueError) as error:
             self._indexing_error = StoreError(f"{self.path}: {NODES_FAILURE}: {error}")
+        finally:
+            with self._lock:
+                self._indexed.set()
+                if self._abandoned:  # abandoned meanwhile: the table is this thread's to close
+                    self._table.close()
 
     def _threads(self) -> int:
         """One thread per index, up to one per core (the indexes are independent), once there
@@ -97,9 +116,7 @@ class CompiledSink:
         return (os.cpu_count() or 1) if self._table.rows >= THREADED_INDEX_ROWS else 1
 
     def _indexes_built(self) -> None:
-        if self._indexing is not None:
-            self._indexing.join()
-            self._indexing = None
+        self._indexed.wait()  # a stop signal raises here, and the thread runs on
         if self._indexing_error is not None:
             error, self._indexing_error = self._indexing_error, None
             raise error
@@ -124,10 +141,15 @@ class CompiledSink:
             self._statements.clear()
 
     def abandon(self) -> None:
-        with contextlib.suppress(StoreError):  # the error that made the part useless is raised
-            self._indexes_built()
-        self._table.close()
+        """Give the part up at once: a stopped build must not wait seconds for indexes no one
+        will read. An index build still running closes the table itself when it ends (it
+        writes only through its open file, which the caller may remove meanwhile)."""
         self._statements.clear()
+        with self._lock:
+            if not self._indexed.is_set():
+                self._abandoned = True
+                return
+        self._table.close()
 
 
 def available() -> bool:

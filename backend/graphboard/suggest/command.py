@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from graphboard.errors import GraphboardError
+from graphboard.executor import Executor
 from graphboard.store.reader import open_vis_db
 from graphboard.suggest.apply import (
     above,
@@ -94,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
         raise GraphboardError(f"{path}: no such file")
     with local_settings(path) as settings:
         with open_vis_db(path, settings.cache_dir) as db:
-            found = propose_all(db, args.step, args.rank)
+            # a command, a process that does nothing else: its walk runs with the collector
+            # paused (it makes no cycles; the server's requests run without the pause)
+            found = Executor(processes=False).call(propose_all, db, args.step, args.rank)
             chosen, fused = above(found, args.min_confidence)
             why = (
                 ""

@@ -7,10 +7,8 @@ Each node is featured once, each parent pair aligned once, within a band: linear
 
 from __future__ import annotations
 
-import gc
 from collections import defaultdict, deque
-from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterable
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.store.reader import GraphKey, VisDb, node_data
@@ -237,20 +235,6 @@ def _under(side: Side, order: int, top: int) -> bool:
     return False
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """The walk keeps a few objects per node until it ends and makes no cycles: the cyclic
-    collector would only rescan the growing heap, again and again (bench/bench_suggest.py:
-    the work grew faster than the nodes with it on)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def propose(
     db: VisDb,
     step: int,
@@ -261,15 +245,14 @@ def propose(
 ) -> Proposals:
     """Proposals for one (step, rank)'s grey target nodes, strongest evidence first within
     the walk's order (parents before children); ``under``: only those below that target node."""
-    with _cyclic_gc_paused():
-        target = load_side(db, GraphKey(TARGET_SIDE, step, rank))
-        golden = load_side(db, GraphKey(GOLDEN_SIDE, step, rank))
-        walk = _Walk(target, golden, rejected)
-        walk.run(_starts(target))
-        found = _named(walk, _keep(db, target, under))
-        # freed before the collector resumes: it then scans what is returned, not the walk
-        del walk, target, golden
-    return found
+    # No collector pause here (there was one): this runs inside the server, on a request's
+    # thread, and the collector is the whole interpreter's. The command-line callers pause it
+    # (graphboard/executor.py), a process that does nothing else.
+    target = load_side(db, GraphKey(TARGET_SIDE, step, rank))
+    golden = load_side(db, GraphKey(GOLDEN_SIDE, step, rank))
+    walk = _Walk(target, golden, rejected)
+    walk.run(_starts(target))
+    return _named(walk, _keep(db, target, under))
 
 
 def _keep(db: VisDb, target: Side, under: str | None) -> Callable[[int], bool]:

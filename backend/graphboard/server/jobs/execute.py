@@ -14,6 +14,7 @@ from pathlib import Path
 
 from graphboard.build import BuildOptions, BuildResult, run_build
 from graphboard.errors import GraphboardError
+from graphboard.executor import Executor
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
@@ -37,7 +38,7 @@ def remove_leftovers(settings: Settings, job_id: str) -> None:
         leftover.unlink(missing_ok=True)
 
 
-def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> BuildOptions:
+def job_options(settings: Settings, job: Job) -> BuildOptions:
     return BuildOptions(
         target=Path(job.target),
         golden=Path(job.golden) if job.golden else None,
@@ -46,7 +47,6 @@ def job_options(settings: Settings, job: Job, *, workers: int | None = None) -> 
         fuzzy_match=job.fuzzy_match,
         layer_mapping=Path(job.layer_mapping) if job.layer_mapping else None,
         noise_reference=Path(job.noise_reference) if job.noise_reference else None,
-        workers=workers,
         output_name=output_name(job),
         command=["graphboard", "job", job.id],
     )
@@ -119,11 +119,9 @@ def fail_job(settings: Settings, catalog: Catalog, job: Job, error: BaseExceptio
     end_job(settings, catalog, job.id)
 
 
-def run_claimed(
-    settings: Settings, catalog: Catalog, job: Job, *, workers: int | None = None
-) -> None:
-    """Build a job this process has claimed (status running), start to finish; a monitor job
-    (``kind`` monitor) is compared instead, by the same steps."""
+def run_claimed(settings: Settings, catalog: Catalog, job: Job, executor: Executor) -> None:
+    """Build a job this process has claimed (status running), start to finish, on
+    ``executor``; a monitor job (``kind`` monitor) is compared instead, by the same steps."""
     remove_leftovers(settings, job.id)
     progress = CatalogProgress(catalog, job.id)
     try:
@@ -133,7 +131,7 @@ def run_claimed(
         if job.kind == MONITOR:
             made, text = run_monitor(settings, job, progress)
         else:
-            result = run_build(job_options(settings, job, workers=workers), progress)
+            result = run_build(job_options(settings, job), progress, executor)
             made, text = graph_id_of(settings, result.path), summary(result)
     except Exception as error:  # KeyboardInterrupt / SystemExit: leave it running (re-queued)
         fail_job(settings, catalog, job, error)
@@ -148,8 +146,7 @@ def run_job(
     catalog: Catalog,
     job_id: str,
     owner: str,
-    *,
-    workers: int | None = None,
+    executor: Executor,
 ) -> None:
     """Claim the job and build it; nothing happens if it has ended or is someone else's."""
     with catalog.session() as session:
@@ -161,4 +158,4 @@ def run_job(
         if ended:  # e.g. failed just now for its attempts: free its files
             end_job(settings, catalog, job_id)
         return
-    run_claimed(settings, catalog, job, workers=workers)
+    run_claimed(settings, catalog, job, executor)

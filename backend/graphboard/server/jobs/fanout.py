@@ -3,14 +3,16 @@
     run_job(job)            claim; plan_build; one task -> build it here, done.
         │                   n tasks -> record n expected parts, send n build_part messages
         ▼
-    build_part(job, i) × n  run_task(tasks[i]) -> part file + its TaskResult; count the
+    build_part(job, i) × n  run_part(tasks[i]) -> part file + its TaskResult; count the
         │                   part once in job_parts; the one that completes the count claims
         ▼                   the merge (a conditional UPDATE: exactly one wins) and sends it
     merge_parts(job)        finish_build: merge parts in task order, link ranks, index,
                             rename into place; job done
 
-These are the pipeline's own stages (:func:`plan_build`, :func:`run_task`,
-:func:`finish_build`), so a fanned-out build writes the same file as ``graph_build``.
+These are the pipeline's own stages (:func:`plan_build`, :func:`run_part`: one task without
+msprobe's indexes, which the merge builds once, :func:`finish_build`), run by an executor that
+starts no process (a Celery worker is a daemon), so a fanned-out build writes the same file as
+``graph_build``.
 Every worker plans again from the job's folders (planning only lists folders, and gives the
 same tasks in the same order), so messages carry nothing but the job id and a task index.
 
@@ -32,8 +34,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from graphboard.build import BuildPlan, TaskResult, finish_build, plan_build, run_task
+from graphboard.build import BuildPlan, TaskResult, plan_build, run_part
+from graphboard.build.finish import finish_build
 from graphboard.errors import GraphboardError
+from graphboard.executor import Executor
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
@@ -59,6 +63,7 @@ TASK_RUN, TASK_PART, TASK_MERGE = (
 )
 Dispatch = Callable[..., None]  # dispatch(task name, *args): send a message
 PARTS_SHARE = 0.95  # of the progress bar; the merge has the rest
+EXECUTOR = Executor(processes=False)  # a Celery worker is a daemon: it may start no process
 
 
 def work_folder(settings: Settings, job_id: str) -> Path:
@@ -74,8 +79,7 @@ def _result_path(part: Path) -> Path:
 
 
 def _plan(settings: Settings, job: Job) -> BuildPlan:
-    # One process per task: a worker never starts a pool of its own (Celery's are daemons).
-    return plan_build(job_options(settings, job, workers=1))
+    return plan_build(job_options(settings, job))
 
 
 def _load(catalog: Catalog, job_id: str) -> Job | None:
@@ -104,7 +108,7 @@ def start(
     if job.stage in (records.STAGE_PARTS, records.STAGE_MERGE):
         return  # delivered again after fanning out: the parts have messages of their own
     if job.kind == MONITOR:  # one comparison: nothing to fan out
-        run_claimed(settings, catalog, job, workers=1)
+        run_claimed(settings, catalog, job, EXECUTOR)
         return
     try:
         plan = _plan(settings, job)
@@ -112,7 +116,7 @@ def start(
         _fail(settings, catalog, job, error)
         return
     if len(plan.tasks) == 1:
-        run_claimed(settings, catalog, job, workers=1)
+        run_claimed(settings, catalog, job, EXECUTOR)
         return
     _discard(settings, job_id)  # parts of an earlier attempt
     remove_leftovers(settings, job_id)
@@ -139,7 +143,7 @@ def build_part(
             raise GraphboardError(f"the dump changed: part {index} is no longer in its plan")
         task = plan.tasks[index]
         part.unlink(missing_ok=True)  # a redelivered message starts the part afresh
-        result = run_task(task, plan.options, part)
+        result = run_part(plan, index, part, EXECUTOR)
         temp.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(temp, result_file)
     except BaseException as error:
@@ -187,7 +191,7 @@ def merge(settings: Settings, catalog: Catalog, job_id: str) -> None:
             pickle.loads(_result_path(part).read_bytes()) for part in parts
         ]
         progress = CatalogProgress(catalog, job_id, low=PARTS_SHARE, high=1.0)
-        result = finish_build(plan, results, parts, progress)
+        result = EXECUTOR.call(finish_build, plan, results, parts, progress)
     except Exception as error:
         _fail(settings, catalog, job, error)
         return

@@ -31,6 +31,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from graphboard.executor import Executor
 from graphboard.server.catalog import Catalog
 from graphboard.server.jobs import claim, records
 from graphboard.server.jobs.execute import end_job, remove_leftovers
@@ -64,6 +65,7 @@ def _serve_jobs(conn: Connection, settings_data: dict[str, Any], server: int) ->
 def _run_jobs(conn: Connection, settings: Settings) -> None:
     from graphboard.server.jobs.execute import run_job
 
+    executor = Executor()  # a build process does nothing else: it may start processes
     catalog = Catalog(settings.catalog_url)
     try:
         while True:
@@ -73,7 +75,7 @@ def _run_jobs(conn: Connection, settings: Settings) -> None:
                 return
             if job_id is None:
                 return
-            run_job(settings, catalog, job_id, f"{RUNNER}:{os.getpid()}")
+            run_job(settings, catalog, job_id, f"{RUNNER}:{os.getpid()}", executor)
             conn.send(job_id)
     finally:
         catalog.dispose()
