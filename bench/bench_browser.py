@@ -65,7 +65,7 @@ def flat_build(children: int) -> Path:
     """The data dir holding a build with one module of `children` API children."""
     from wide_dump import write_wide_dump
 
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     root = DATA / f"flat{children}"
     out = root / "out"

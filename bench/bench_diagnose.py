@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "diagnose"))
 
-from graphboard.build import BuildOptions, run_build  # noqa: E402
 from graphboard.diagnose.answer import Diagnosis  # noqa: E402
 from graphboard.diagnose.command import diagnosis_of, file_diagnosis  # noqa: E402
+from graphboard.pipeline import BuildOptions, run_build  # noqa: E402
 from graphboard.store.graph_views import GraphKey  # noqa: E402
 from graphboard.store.reader import listing, open_vis_db, search  # noqa: E402
 

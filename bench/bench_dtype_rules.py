@@ -22,8 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from graphboard.build import BuildOptions, run_build, stages
 from graphboard.compare import dtype_graph
+from graphboard.pipeline import BuildOptions, run_build, stages
 from harness import DATA, msprobe_binary, synthetic, timed
 
 RESULTS = Path(__file__).with_name("results") / "dtype_rules.md"

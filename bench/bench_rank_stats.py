@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store import rank_stats
 
 DATA = Path(__file__).resolve().parent / "data"

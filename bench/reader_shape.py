@@ -27,7 +27,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 import graphboard
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.store import reader

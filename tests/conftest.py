@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import FIXTURES, SHARED, BuildFn, fixture_path, reference_db
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 
 __all__ = ["FIXTURES", "SHARED", "BuildFn", "fixture_path", "reference_db"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from msprobe_runner import run_msprobe_script
 
 SCRIPT = Path(__file__).with_name("integration") / "dtype_model_script.py"

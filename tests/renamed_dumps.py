@@ -212,8 +212,8 @@ def renamed_compare(root: Path, blocks: int, differ_in: int) -> RenamedCompare:
     """graphboard.demo's transformer with ``blocks`` blocks dumped by graphboard's probe,
     golden and a target whose block ``differ_in`` uses a tanh GELU, compared as they are and
     with the golden renamed Megatron's way."""
-    from graphboard.build import BuildOptions, run_build
     from graphboard.demo import GOLDEN, Variant, train_one_step
+    from graphboard.pipeline import BuildOptions, run_build
 
     train_one_step(GOLDEN, root / "golden", blocks=blocks)
     train_one_step(Variant(gelu_tanh_in_block=differ_in), root / "target", blocks=blocks)

@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
             }
         ),
     ),
-    ("build", frozenset({"build"})),
+    ("pipeline", frozenset({"pipeline"})),
     ("commands", frozenset({"diagnose", "demo", "verdict_cli", "viewer_link", "ci"})),
     ("server and CLI", frozenset({"server", "cli"})),
 ]

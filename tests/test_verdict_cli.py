@@ -14,7 +14,7 @@ import pytest
 
 from dumpmaker import tiny_model
 from fixture_cases import reference_db
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.verdict_cli import server_for
 from test_cli import GRAPHBOARD_COMMAND, graphboard_command, shown_command, view_line
 

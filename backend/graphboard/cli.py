@@ -120,7 +120,7 @@ def _progress_log(fraction: float, _message: str) -> None:
 def _run_build(args: argparse.Namespace, executor: Executor | None = None) -> int:
     """graph_build (and ``graphboard build``), run by ``executor`` (by default one that may
     start processes and frees what its tasks built as it goes)."""
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     executor = executor or Executor()
     from graphboard.merge.flags import parallel_options
@@ -137,7 +137,7 @@ def _run_build(args: argparse.Namespace, executor: Executor | None = None) -> in
     )
     export = False
     if args.file_type == "json":  # the export's modules only then: a build starts sooner
-        from graphboard.build.export import json_export_wanted
+        from graphboard.pipeline.export import json_export_wanted
 
         export = json_export_wanted(parallel is not None, bool(args.golden_path))
     if args.file_type == "json" and not export:
@@ -160,7 +160,7 @@ def _run_build(args: argparse.Namespace, executor: Executor | None = None) -> in
     if args.auto_match is not None and not (args.golden_path and 0 <= args.auto_match <= 1):
         raise GraphboardError("--auto-match needs a golden dump (-gp) and a confidence from 0 to 1")
     if args.auto_match is not None:
-        from graphboard.build.output import current_umask
+        from graphboard.pipeline.output import current_umask
 
         if current_umask() & stat.S_IWUSR:  # checked before any work: nothing is written
             raise GraphboardError(
@@ -182,7 +182,7 @@ def _run_build(args: argparse.Namespace, executor: Executor | None = None) -> in
         noise_reference=Path(args.noise_reference) if args.noise_reference else None,
     )
     if export:  # msprobe's JSON export of the merged graphs instead of a db
-        from graphboard.build.export import run_export
+        from graphboard.pipeline.export import run_export
 
         for folder in executor.call(run_export, options):
             print(folder)

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from graphboard import probe
-from graphboard.build import BuildOptions, BuildResult, run_build
+from graphboard.pipeline import BuildOptions, BuildResult, run_build
 
 VOCAB, WIDTH, HEADS, BLOCKS, BATCH, TOKENS = 64, 32, 4, 2, 4, 16
 

@@ -1,6 +1,6 @@
 """How the build's work is run: every way, in one place.
 
-The orchestration (build/run.py) says *what* runs: plan, tasks, finish. An :class:`Executor`
+The orchestration (pipeline/run.py) says *what* runs: plan, tasks, finish. An :class:`Executor`
 says *how*: in this process, in a pool of worker processes, with some reading done aside by
 other processes meanwhile; with the cyclic collector paused while work runs; and what a
 process that ends with its work does with what the work built. The command line, the

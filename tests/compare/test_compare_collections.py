@@ -19,12 +19,12 @@ from compare_factories import graph, node
 from compare_factories import tensor as param_tensor
 
 from dumpmaker import RankDump, record, tensor
-from graphboard.build import BuildOptions, run_build
 from graphboard.compare.dtype_aware import Verdict
 from graphboard.compare.dtype_graph import score_graph
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.result import DataMode
 from graphboard.graph.model import Graph
+from graphboard.pipeline import BuildOptions, run_build
 
 INPUT = np.linspace(0.5, 2.0, 6, dtype=np.float32).reshape(2, 3)
 CELL = "Cell.net.Net.forward.0"

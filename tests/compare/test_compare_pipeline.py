@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, run_build
 from graphboard.errors import CompareError
+from graphboard.pipeline import BuildOptions, run_build
 
 
 def _copy(case: str, tmp_path: Path) -> tuple[Path, Path]:

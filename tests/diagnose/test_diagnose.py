@@ -174,7 +174,7 @@ def test_read_api_and_download(runs: Runs, tmp_path: Path) -> None:
     the answer's summary."""
     from fastapi.testclient import TestClient
 
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
     from graphboard.server.app import create_app
     from graphboard.server.settings import Settings
 

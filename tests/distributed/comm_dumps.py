@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graphboard.build import BuildOptions, BuildResult, run_build
+from graphboard.pipeline import BuildOptions, BuildResult, run_build
 
 Record = dict[str, Any]
 

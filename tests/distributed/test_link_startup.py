@@ -15,7 +15,7 @@ _PROBE = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
     loaded_at_import = "networkx" in sys.modules
     run_build(BuildOptions(target=Path(sys.argv[1]), output_dir=Path(sys.argv[2]), workers=1))
     print(loaded_at_import, "networkx" in sys.modules)

@@ -21,8 +21,8 @@ from dumpmaker import (
     tiny_model,
     write_dump_root,
 )
-from graphboard.build import BuildOptions, run_build
 from graphboard.errors import DumpError, GraphboardError, LayoutError
+from graphboard.pipeline import BuildOptions, run_build
 
 NOBODY = 65534
 

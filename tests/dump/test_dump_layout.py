@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from dumpmaker import RankDump, fixture_path, tiny_model, write_dump_root
-from graphboard.build import BuildOptions, run_build
 from graphboard.dump.layout import LayoutKind, discover
 from graphboard.errors import LayoutError
+from graphboard.pipeline import BuildOptions, run_build
 
 
 def _rank(path: Path, dump: RankDump | None = None) -> Path:

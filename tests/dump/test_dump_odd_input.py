@@ -14,11 +14,11 @@ import pytest
 import graphboard.dump.jsonio as jsonio
 import graphboard.dump.repeats as repeats
 from dumpmaker import RankDump, build, record, tensor, tiny_model
-from graphboard.build import BuildOptions, BuildResult, run_build
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.matching import match_graphs
 from graphboard.compare.result import DataMode, Level
 from graphboard.compare.rules import MSG_TEXT_STATISTICS
+from graphboard.pipeline import BuildOptions, BuildResult, run_build
 from msprobe_runner import graph_visualize
 
 READERS = ["small pretty", "small one-line", "big pretty", "big one-line"]

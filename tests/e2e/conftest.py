@@ -55,7 +55,7 @@ def wide_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with one build whose module has 100,000 API children."""
     from wide_dump import write_wide_dump
 
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     work = tmp_path_factory.mktemp("wide")
     dump = write_wide_dump(work / "dump", WIDE_CHILDREN)

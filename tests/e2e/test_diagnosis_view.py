@@ -14,7 +14,7 @@ from browser_support import Viewer
 
 from ci_support import live_server
 from diagnose.diagnose_runs import Runs
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.settings import Settings
 
 NODE = "Functional.gelu.0.forward"

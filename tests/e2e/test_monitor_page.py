@@ -21,8 +21,8 @@ from browser_support import Viewer, is_expected_console_error
 
 from ci_support import live_server, new_token
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, run_build
 from graphboard.cli import graphboard_main
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.settings import Settings
 
 # The TrainerMon runs live with the monitor tests (made once per session, or kept under

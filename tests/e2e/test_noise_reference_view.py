@@ -12,7 +12,7 @@ from browser_support import Viewer
 
 from ci_support import live_server
 from dtype_dumps import Dumps, dtype_dumps
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.settings import Settings
 
 __all__ = ["dtype_dumps"]

@@ -12,8 +12,8 @@ import pytest
 from browser_support import Viewer
 
 from ci_support import live_server
-from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.settings import Settings
 from parallel.parallel_dumps import LAYOUTS, make_dump
 

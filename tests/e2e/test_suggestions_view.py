@@ -25,7 +25,7 @@ LAST = ("Module.classifier.3.Linear.forward.0", "Module.head.3.Linear.forward.0"
 def server(built: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """This module's own server (the conftest's viewer opens it): accepting writes to the
     file, which the other browser tests must find as built."""
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
     from suggest.fused_models import dump
 
     data = tmp_path_factory.mktemp("suggest-data")

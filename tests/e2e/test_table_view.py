@@ -223,7 +223,7 @@ def wide_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     module calling 50,000 APIs with itself, 100,002 table rows."""
     from wide_dump import write_wide_dump
 
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     work = tmp_path_factory.mktemp("wide-table")
     dump = write_wide_dump(work / "dump", WIDE_APIS)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from dumpmaker import BuildFn, fixture_path, reference_db
-from graphboard.build import BuildOptions, run_build
 from graphboard.dump.layout import discover
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store.reader import GraphKey, Source, open_vis_db, tree
 
 REPO = Path(__file__).resolve().parents[2]

@@ -74,7 +74,7 @@ def test_precision_and_overflow_agree_with_msprobe(
 
 
 def test_resnet_step1_against_step0_agrees(built: BuildFn, tmp_path: Path) -> None:
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     root = fixture_path("msprobe-resnet50-gpu")
     ours = run_build(
@@ -158,7 +158,7 @@ def test_display_strings_are_msprobes(
 
 def test_resnet_display_strings_are_msprobes(tmp_path: Path) -> None:
     """The public GPU dump: step 1 against step 0, every cell as msprobe shows it."""
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     root = fixture_path("msprobe-resnet50-gpu")
     ours = run_build(

@@ -26,10 +26,10 @@ from fastapi.testclient import TestClient
 
 from ci_support import auth, new_token, wait_job
 from dtype_dumps import Dumps, dtype_dumps, scaled_layer
-from graphboard.build import BuildOptions, run_build
 from graphboard.cli import graph_build_main, graphboard_main
 from graphboard.compare.result import Level
 from graphboard.errors import GraphboardError
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.store.reader import GraphKey, open_vis_db, search, tree

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dtype_dumps import Dumps, dtype_dumps
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from msprobe_runner import graph_visualize
 
 __all__ = ["dtype_dumps"]

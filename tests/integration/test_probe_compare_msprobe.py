@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from graphboard import probe
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from msprobe_runner import graph_visualize
 
 WIDTH, CLASSES = 8, 4

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from parallel_dumps import LAYOUTS, DumpFn, ReferenceFn
 
-from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
+from graphboard.pipeline import BuildOptions, run_build
 
 COLUMNS = (
     "node_type",

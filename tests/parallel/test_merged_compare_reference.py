@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from parallel_dumps import LAYOUTS, CompareFn, DumpFn
 
-from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
+from graphboard.pipeline import BuildOptions, run_build
 
 # docs/differences.md, "Parallel merge": a collection of a rank the golden lacks is unmatched
 # (no verdict); msprobe gives it 0 without a counterpart. So are the gathered collections the

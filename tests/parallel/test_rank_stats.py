@@ -15,8 +15,8 @@ import pytest
 from fastapi.testclient import TestClient
 from parallel_dumps import LAYOUTS, DumpFn
 
-from graphboard.build import BuildOptions, run_build
 from graphboard.merge.flags import parallel_options
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.store import rank_stats

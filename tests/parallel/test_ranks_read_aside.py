@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from parallel_dumps import LAYOUTS, DumpFn
 
-from graphboard.build import BuildOptions, run_build
 from graphboard.errors import DumpError
 from graphboard.merge.flags import parallel_options
+from graphboard.pipeline import BuildOptions, run_build
 from vis_db_support import assert_same_vis_db
 
 

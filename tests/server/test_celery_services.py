@@ -20,7 +20,7 @@ from sqlalchemy import select, text
 
 from ci_support import auth, new_token, tar_gz, upload, wait_job
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Base, JobPart

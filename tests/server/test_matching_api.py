@@ -17,7 +17,7 @@ from served_files import BuildFn, fixture_path, reference_db
 from served_files import Q as NODE_QUERY
 
 from ci_support import with_viewer_token
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.store.msprobe_columns import columns_file_path

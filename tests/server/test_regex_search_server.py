@@ -16,7 +16,7 @@ from served_files import BuildFn, Q
 
 from ci_support import free_port, serve_process
 from dumpmaker import tiny_model
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 
 HUGE_NAME = "Functional." + "x" * 10_000_000 + ".0.forward"  # as in the issue: 10 MB
 ANSWER_SECONDS = 60  # a hang guard: RE2 answers these in well under a second

@@ -20,7 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ci_support import auth, new_token, wait_job
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from services import postgres_server, redis_server

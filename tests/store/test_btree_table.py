@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, plan_build
-from graphboard.build.task import run_task
+from graphboard.pipeline import BuildOptions, plan_build
+from graphboard.pipeline.task import run_task
 from graphboard.store import schema
 
 _btree = pytest.importorskip("graphboard.accel._btree", reason="the compiled writer is not built")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from fixture_cases import BuildFn, fixture_path
-from graphboard.build import BuildOptions, run_build
 from graphboard.compare.result import Level
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store import arrays
 from graphboard.store.columns import first_introduced, graph_columns, graph_counts
 from graphboard.store.msprobe_columns import _build as derive_overlay

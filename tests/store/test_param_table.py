@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from fixture_cases import fixture_path, reference_db
-from graphboard.build import BuildOptions, plan_build, run_build
-from graphboard.build.stages import Side, hierarchy, read
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph
+from graphboard.pipeline import BuildOptions, plan_build, run_build
+from graphboard.pipeline.stages import Side, hierarchy, read
 from graphboard.store import param_parse, param_table
 from graphboard.store.reader import GraphKey, Source, VisDb, node_data, open_vis_db, summaries
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import graphboard
-import graphboard.build.finish as build_finish
-import graphboard.build.plan as build_plan
+import graphboard.pipeline.finish as build_finish
+import graphboard.pipeline.plan as build_plan
 from dumpmaker import (
     BuildFn,
     assert_nothing_written,
@@ -25,8 +25,8 @@ from dumpmaker import (
     tiny_model,
     write_dump_root,
 )
-from graphboard.build import BuildOptions, BuildResult, run_build
 from graphboard.errors import DumpError, GraphboardError, StoreError
+from graphboard.pipeline import BuildOptions, BuildResult, run_build
 from graphboard.store import schema, writer
 
 MSPROBE_TABLES = ("tb_nodes", "tb_stack", "tb_config")
@@ -106,7 +106,7 @@ def test_an_interrupted_build_leaves_nothing_behind(
     def interrupt(*_args: Any, **_kwargs: Any) -> None:
         raise KeyboardInterrupt
 
-    # the last stage of a build (build/finish.py)
+    # the last stage of a build (pipeline/finish.py)
     monkeypatch.setattr(build_finish, "link_ranks", interrupt)
     tiny_model().write(tmp_path / "rank0")
     out = output_folder(tmp_path)

@@ -13,7 +13,7 @@ import pytest
 from fused_models import dump
 
 from graphboard import matching
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store.reader import GraphKey, open_vis_db, overlay
 from graphboard.suggest import propose
 from graphboard.suggest.apply import local_settings

@@ -96,8 +96,8 @@ def test_a_target_with_extra_calls_and_other_dtypes(
     """The demo's target (bf16 softmax in block 1: two Tensor.to calls the golden lacks, and
     bf16 tensors there) against the renamed golden: the extra calls get no proposal, the
     rest still pairs."""
-    from graphboard.build import BuildOptions, run_build
     from graphboard.demo import TARGET, train_one_step
+    from graphboard.pipeline import BuildOptions, run_build
 
     golden = renamed(2).renamed.parents[1] / "golden-renamed"
     train_one_step(TARGET, tmp_path / "target", blocks=2)
@@ -120,7 +120,7 @@ def test_a_wrapper_level_on_one_side(tmp_path: Path, cache_dir: Path) -> None:
     target, finds embed_tokens inside the wrapper."""
     from wrapped_models import MEGATRON_TO_HF, HfGpt, MegatronGpt, dump
 
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     target, golden = dump(tmp_path / "target", MegatronGpt), dump(tmp_path / "golden", HfGpt)
     path = run_build(BuildOptions(target=target, golden=golden, output_dir=tmp_path / "out")).path

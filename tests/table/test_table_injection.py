@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from dumpmaker import RankDump, record, tensor
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
 from graphboard.table.cell_safety import FORMULA_STARTS, inert_cell

@@ -12,7 +12,7 @@ from gpt_dumps import dump_pair
 from table_support import MsprobeTable, assert_agrees, msprobe_compare
 
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store.reader import open_vis_db
 from graphboard.table.rows import CompareTable, build_table
 

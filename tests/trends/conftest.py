@@ -11,7 +11,7 @@ import pytest
 from trends_support import GPT_LAYERS, OpenFn, synthetic_gpt
 
 from fixture_cases import BuildFn
-from graphboard.build import BuildOptions, run_build
+from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store.reader import VisDb, open_vis_db
 
 

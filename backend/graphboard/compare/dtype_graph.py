@@ -188,7 +188,7 @@ def score_graph(
                 inner[parent.name] = Inside(max(above.roundoff, roundoff), max(above.gain, gain))
     # the recursive closure and its cell refer to each other, and through the cell to the
     # target graph: emptied, the graph is freed by reference counting, not left to the
-    # collector as a cycle (tests/build/test_stages.py)
+    # collector as a cycle (tests/pipeline/test_stages.py)
     del judge_again_eagerly
     verdicts, introduced = result.verdict, result.introduced
     for name, found in judged.items():

@@ -57,7 +57,7 @@ def file_diagnosis(path: Path, mode: str = "auto", cache_dir: Path | None = None
 
 
 def _built(paths: list[Path], scratch: Path) -> Path:
-    from graphboard.build import BuildOptions, run_build
+    from graphboard.pipeline import BuildOptions, run_build
 
     for path in paths:
         if not path.is_dir():

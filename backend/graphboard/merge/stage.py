@@ -84,7 +84,7 @@ def merge_replica(
     read: Reader = read_records,
 ) -> MergedGraph:
     """Read the replica's ranks and merge them into its main rank's graph. ``read``: the read
-    stage (build/task.py hands one that takes what other processes have read)."""
+    stage (pipeline/task.py hands one that takes what other processes have read)."""
     graphs: dict[int, Graph] = {}
     for rank in replica.ranks:
         graph = build_graph(ranks[rank], label, read(ranks[rank]))

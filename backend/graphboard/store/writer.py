@@ -3,7 +3,7 @@
 
 Each task writes a *part* file of its own (store/sink.py: tb_nodes in bulk, no lock
 contention between workers); a lone task's part is the whole file, else the parts are copied
-into the final file with ``INSERT ... SELECT`` (build/finish.py).
+into the final file with ``INSERT ... SELECT`` (pipeline/finish.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from graphboard.graph.model import Graph, Node, NodeType
 from graphboard.store import param_table, rank_stats, schema
 from graphboard.store.display import node_display_json
 from graphboard.store.sink import PartSink
-from graphboard.store.sink import open_db as open_db  # build/finish.py opens parts with it
+from graphboard.store.sink import open_db as open_db  # pipeline/finish.py opens parts with it
 from graphboard.store.statements import Statements
 
 

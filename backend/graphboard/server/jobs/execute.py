@@ -12,9 +12,9 @@ import logging
 import time
 from pathlib import Path
 
-from graphboard.build import BuildOptions, BuildResult, run_build
 from graphboard.errors import GraphboardError
 from graphboard.executor import Executor
+from graphboard.pipeline import BuildOptions, BuildResult, run_build
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records

@@ -34,10 +34,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from graphboard.build import BuildPlan, TaskResult, plan_build, run_part
-from graphboard.build.finish import finish_build
 from graphboard.errors import GraphboardError
 from graphboard.executor import Executor
+from graphboard.pipeline import BuildPlan, TaskResult, plan_build, run_part
+from graphboard.pipeline.finish import finish_build
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphboard.build import BuildOptions
+from graphboard.pipeline import BuildOptions
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.tokens import TokenIdentity
 from graphboard.server.errors import InvalidParameters

@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from graphboard.build import BuildOptions, plan_build
 from graphboard.errors import GraphboardError
+from graphboard.pipeline import BuildOptions, plan_build
 from graphboard.server.catalog import Catalog
 from graphboard.server.catalog.tokens import TokenIdentity
 from graphboard.server.errors import ApiError, InvalidParameters, PayloadTooLarge

@@ -19,16 +19,16 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graphboard.build.output import make_output_dir
 from graphboard.dump.jsonio import load_json_object
 from graphboard.dump.records import STAT_FIELDS, Param, Role, is_parameters_grad
 from graphboard.errors import GraphboardError, StoreError
 from graphboard.graph.model import ROOT_NAME, Graph, Node
 from graphboard.merge.plan import ReplicaTask
 from graphboard.merge.stage import merged_sides
+from graphboard.pipeline.output import make_output_dir
 
 if TYPE_CHECKING:
-    from graphboard.build.options import BuildOptions
+    from graphboard.pipeline.options import BuildOptions
 
 JsonObject = dict[str, Any]
 _SECTION_PREFIX = {"input_args": "input", "input_kwargs": "input", "input": "input"}
@@ -269,7 +269,7 @@ def json_export_wanted(merged: bool, compare: bool) -> bool:
 
 def run_export(options: BuildOptions) -> list[Path]:
     """Plan the merged build (every flag and folder checked before any work) and export it."""
-    from graphboard.build.plan import plan_build
+    from graphboard.pipeline.plan import plan_build
 
     plan = plan_build(options)
     tasks = [task.merge for task in plan.tasks if isinstance(task.merge, ReplicaTask)]

@@ -12,7 +12,7 @@ from graphboard.dump.layout import RankDir
 from graphboard.merge.flags import ParallelOptions
 from graphboard.merge.plan import ReplicaTask
 
-if TYPE_CHECKING:  # a type only: the module is imported with the stages (build/run.py)
+if TYPE_CHECKING:  # a type only: the module is imported with the stages (pipeline/run.py)
     from graphboard.distributed import CommNode
 
 

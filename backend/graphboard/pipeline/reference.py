@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphboard.build.options import BuildOptions, Task
 from graphboard.dump.layout import LayoutKind, discover
 from graphboard.errors import CompareError
+from graphboard.pipeline.options import BuildOptions, Task
 
 
 def attach_references(

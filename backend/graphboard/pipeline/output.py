@@ -9,8 +9,8 @@ import sqlite3
 from contextlib import suppress
 from pathlib import Path
 
-from graphboard.build.options import BuildOptions
 from graphboard.errors import StoreError
+from graphboard.pipeline.options import BuildOptions
 
 
 def temp_path_for(path: Path) -> Path:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from fixture_cases import fixture_path
-from graphboard.build import BuildOptions, plan_build, run_build, run_part, stages
-from graphboard.build.finish import finish_build
-from graphboard.build.task import run_task
 from graphboard.errors import CompareError, DumpError, LayoutError
 from graphboard.executor import Executor
+from graphboard.pipeline import BuildOptions, plan_build, run_build, run_part, stages
+from graphboard.pipeline.finish import finish_build
+from graphboard.pipeline.task import run_task
 from graphboard.store import schema
 from graphboard.store.sink import open_sink
 from part_rows import node_row

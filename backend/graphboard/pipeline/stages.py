@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from graphboard.build.options import BuildOptions, Task
 from graphboard.compare import noise_reference
 from graphboard.compare.dtype_graph import GraphVerdicts, score_graph
 from graphboard.compare.engine import compare_graphs
@@ -27,6 +26,7 @@ from graphboard.dump.layout import RankDir
 from graphboard.graph.builder import DumpRecords, build_graph, read_records
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph, Node
 from graphboard.overflow import check_overflow
+from graphboard.pipeline.options import BuildOptions, Task
 from graphboard.store import reference_table, writer
 from graphboard.store.sink import open_sink
 

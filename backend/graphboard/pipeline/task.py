@@ -1,4 +1,4 @@
-"""One task, (step, rank): its stages (build/stages.py) in sequence, into a part file of its own.
+"""One task, (step, rank): its stages (pipeline/stages.py) in sequence, into a part file of its own.
 
 The CLI, the server's local runner and Celery all run tasks through :func:`run_task`; only
 the executor that runs it differs (graphboard/executor.py: in this process, or a pool
@@ -11,15 +11,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from graphboard.build import stages
-from graphboard.build.options import BuildOptions, Task, TaskResult
-from graphboard.build.stages import Side
 from graphboard.compare.result import DataMode
 from graphboard.dump.layout import RankDir
 from graphboard.executor import Output
 from graphboard.graph.builder import DumpRecords
 from graphboard.graph.model import TARGET_SIDE, Graph
 from graphboard.merge.stage import merged_sides
+from graphboard.pipeline import stages
+from graphboard.pipeline.options import BuildOptions, Task, TaskResult
+from graphboard.pipeline.stages import Side
 from graphboard.progress import Stopwatch
 
 Reader = Callable[[RankDir], DumpRecords]
@@ -36,7 +36,7 @@ def run_task(
     """Build (and compare) one (step, rank) into ``part``; returns its result, and the graphs
     it built for the executor to let go. ``whole_file``: the part becomes the .vis.db, so it
     gets msprobe's indexes (parts merged into one file are indexed there). ``read``: the read
-    stage, or one that takes what other processes have read (``read_aside``: build/run.py),
+    stage, or one that takes what other processes have read (``read_aside``: pipeline/run.py),
     the timings then saying they waited for it."""
     started = time.perf_counter()
     clock = Stopwatch()

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from graphboard import __version__
-from graphboard.build import output
-from graphboard.build.options import BuildResult, TaskResult
-from graphboard.build.plan import BuildPlan
 from graphboard.compare.colors import node_colors, tool_tips
 from graphboard.compare.result import DataMode
 from graphboard.distributed import link_ranks
 from graphboard.errors import CompareError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.pipeline import output
+from graphboard.pipeline.options import BuildResult, TaskResult
+from graphboard.pipeline.plan import BuildPlan
 from graphboard.progress import ProgressCallback, Stopwatch, silent
 from graphboard.store import schema, writer
 

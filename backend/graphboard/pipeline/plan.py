@@ -13,13 +13,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from graphboard.build.options import BuildOptions, Task
-from graphboard.build.output import check_output_name
-from graphboard.build.reference import attach_references
 from graphboard.compare.layer_mapping import LayerMapping
 from graphboard.dump.layout import DumpLayout, LayoutKind, discover
 from graphboard.errors import CompareError
 from graphboard.merge.plan import MergePlan, plan_merge
+from graphboard.pipeline.options import BuildOptions, Task
+from graphboard.pipeline.output import check_output_name
+from graphboard.pipeline.reference import attach_references
 
 
 @dataclass(slots=True)

@@ -77,8 +77,8 @@ def test_an_executor_that_starts_no_process_runs_the_work_here() -> None:
 _TASK_IN_A_FRESH_PROCESS = """
 import gc, json, sys
 from pathlib import Path
-from graphboard.build import BuildOptions, plan_build
-from graphboard.build.task import run_task
+from graphboard.pipeline import BuildOptions, plan_build
+from graphboard.pipeline.task import run_task
 from graphboard.executor import Executor
 from graphboard.graph.model import Graph
 executor = Executor(ends_process=sys.argv[1] == "ends")

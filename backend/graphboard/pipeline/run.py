@@ -12,19 +12,19 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphboard.build import output
-from graphboard.build.options import BuildOptions, BuildResult, Task, TaskResult
-from graphboard.build.plan import BuildPlan, plan_build
 from graphboard.dump.layout import RankDir
 from graphboard.executor import Executor
 from graphboard.graph.builder import DumpRecords, read_records
+from graphboard.pipeline import output
+from graphboard.pipeline.options import BuildOptions, BuildResult, Task, TaskResult
+from graphboard.pipeline.plan import BuildPlan, plan_build
 from graphboard.progress import ProgressCallback, silent
 
 if TYPE_CHECKING:
-    from graphboard.build.task import Reader
+    from graphboard.pipeline.task import Reader
 
 # The stages' modules (compare, store, distributed: 0.1 to 0.2 s to import, measured against
-# graphboard.build alone) are imported in the functions below, after a lone compare has
+# graphboard.pipeline alone) are imported in the functions below, after a lone compare has
 # started reading its golden side aside: imported first, they delayed that read by as much
 # and the compare waited for it ("wait for and build golden", bench/bench_core.py).
 
@@ -48,7 +48,7 @@ def run_build(
     except BaseException:
         output.remove(parts)
         raise
-    from graphboard.build.finish import finish_build  # see above
+    from graphboard.pipeline.finish import finish_build  # see above
 
     return executor.call(finish_build, plan, results, parts, progress)
 
@@ -56,7 +56,7 @@ def run_build(
 def run_part(plan: BuildPlan, index: int, part: Path, executor: Executor) -> TaskResult:
     """One task of a build fanned out over several processes (Celery's workers), into its
     part: without msprobe's indexes, which the finish builds once in the merged file."""
-    from graphboard.build.task import run_task  # see above
+    from graphboard.pipeline.task import run_task  # see above
 
     return executor.run(run_task, plan.tasks[index], plan.options, part, False)
 
@@ -78,12 +78,12 @@ def run_tasks(
         # a compare's golden side is one read; a replica's other ranks, one a worker
         workers = 1 if task.merge is None else options.workers or os.cpu_count() or 1
         with executor.reading_aside(read_records, aside, workers=workers) as futures:
-            from graphboard.build.task import run_task  # see above: the read has started
+            from graphboard.pipeline.task import run_task  # see above: the read has started
 
             result = executor.run(run_task, task, options, parts[0], True, _reader(futures), True)
         done(1, result)
         return [result]
-    from graphboard.build.task import run_task  # see above
+    from graphboard.pipeline.task import run_task  # see above
 
     return executor.run_each(
         run_task,
