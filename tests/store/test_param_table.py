@@ -60,7 +60,7 @@ def _builder_graphs(options: BuildOptions) -> list[Graph]:
     for task in plan_build(options).tasks:
         for side in (Side.target_of(task), Side.golden_of(task)):
             if side is not None:
-                graphs.append(hierarchy(side, read(side)))
+                graphs.append(hierarchy(side, read(side.dump)))
     return graphs
 
 
