@@ -57,7 +57,9 @@ def _label_is(viewer: Viewer, name: str, *, grey: bool) -> None:
 
 def test_suggestions_accept_reject_and_accept_all(viewer: Viewer) -> None:
     page = viewer.page
-    viewer.open(graph="lm", node=FIRST[0])
+    # msprobe's rules: they rescore a pair the user makes, so an accepted node takes a
+    # precision colour; the dtype-aware default withholds its verdict (plain) until a rebuild
+    viewer.open(graph="lm", node=FIRST[0], rules="msprobe")
     _label_is(viewer, FIRST[0], grey=True)
     page.locator("#tab-match").click()
     head = _item(viewer, HEAD)
