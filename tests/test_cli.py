@@ -18,7 +18,7 @@ from dumpmaker import (
     tiny_model,
     write_dump_root,
 )
-from graphboard.verdict_cli import server_for
+from graphboard.serve_address import configured_url
 
 _SCRIPT = Path(sys.executable).with_name("graph_build")
 COMMAND = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "graphboard.cli"]
@@ -251,7 +251,7 @@ def test_a_compare_ends_with_what_it_found(tmp_path: Path, out: Path) -> None:
         "rounding explain",
         view_line(
             out,
-            f"{server_for(out)}/?graph={graph}&step=0&rank=0&node=Torch.sum.0.forward"
+            f"{configured_url()}/?graph={graph}&step=0&rank=0&node=Torch.sum.0.forward"
             "&rules=dtype-aware",
         ),
     ]

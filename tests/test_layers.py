@@ -25,7 +25,9 @@ import graphboard
 LAYERS: list[tuple[str, frozenset[str]]] = [
     (
         "foundation",
-        frozenset({"errors", "refusals", "progress", "stopping", "executor", "accel"}),
+        frozenset(
+            {"errors", "refusals", "progress", "stopping", "executor", "accel", "serve_address"}
+        ),
     ),
     ("dumps and graphs", frozenset({"dump", "graph", "probe"})),
     ("comparison", frozenset({"compare", "overflow"})),
@@ -46,19 +48,12 @@ LAYERS: list[tuple[str, frozenset[str]]] = [
         ),
     ),
     ("pipeline", frozenset({"pipeline"})),
-    ("commands", frozenset({"diagnose", "demo", "verdict_cli", "viewer_link", "ci"})),
+    (
+        "commands",
+        frozenset({"diagnose", "demo", "verdict", "verdict_cli", "viewer_link", "ci"}),
+    ),
     ("server and CLI", frozenset({"server", "cli"})),
 ]
-
-# The one upward import left (issue 31 item 5, open): the verdict that graph_build's summary
-# prints is built from the server's pydantic schemas, presenters and rule explanations; it
-# moves down when those do. (importer, imported) package prefixes this test does not judge.
-NOT_YET_LAYERED: frozenset[tuple[str, str]] = frozenset(
-    {
-        # graph_build prints its summary through server.jobs (verdict_cli.summary_lines)
-        ("graphboard.verdict_cli", "graphboard.server"),
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +108,6 @@ def imports(root: Path) -> list[Import]:
 def unit(module: str) -> str:
     """The package (or top-level module) a module belongs to: ``graphboard.X``."""
     return ".".join(module.split(".")[:2])
-
-
-def allowed(item: Import, allow: Iterable[tuple[str, str]]) -> bool:
-    def under(name: str, prefix: str) -> bool:
-        return name == prefix or name.startswith(prefix + ".")
-
-    return any(under(item.importer, a) and under(item.imported, b) for a, b in allow)
 
 
 def layer_problems(
@@ -212,8 +200,7 @@ def cycle_problems(found: Iterable[Import], by_package: bool) -> list[str]:
 
 
 def project_imports() -> list[Import]:
-    root = Path(graphboard.__file__).parent
-    return [item for item in imports(root) if not allowed(item, NOT_YET_LAYERED)]
+    return imports(Path(graphboard.__file__).parent)
 
 
 def test_every_import_goes_to_its_own_layer_or_below() -> None:
@@ -225,14 +212,6 @@ def test_every_import_goes_to_its_own_layer_or_below() -> None:
 def test_no_import_cycle(by_package: bool) -> None:
     problems = cycle_problems(project_imports(), by_package)
     assert not problems, "\n".join(problems)
-
-
-def test_the_allowed_imports_still_exist() -> None:
-    """An allow-list entry nothing needs any more is removed (the lead does at merge)."""
-    root = Path(graphboard.__file__).parent
-    everything = imports(root)
-    for entry in NOT_YET_LAYERED:
-        assert any(allowed(item, [entry]) for item in everything), f"{entry} is not needed"
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -288,8 +267,3 @@ def test_the_checks_find_a_core_module_importing_the_server_and_a_cycle(tmp_path
         "graphboard.server is in no layer of tests/test_layers.py (graphboard/server/app.py:1)",
         "graphboard.server is in no layer of tests/test_layers.py (graphboard/store/links.py:2)",
     ]
-    server_to_store = [item for item in found if item.importer == "graphboard.server.app"]
-    assert server_to_store and all(
-        allowed(item, [("graphboard.server", "graphboard.store")]) for item in server_to_store
-    )
-    assert not any(allowed(item, [("graphboard.serve", "graphboard.store")]) for item in found)

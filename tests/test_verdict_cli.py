@@ -15,7 +15,7 @@ import pytest
 from dumpmaker import tiny_model
 from fixture_cases import reference_db
 from graphboard.pipeline import BuildOptions, run_build
-from graphboard.verdict_cli import server_for
+from graphboard.serve_address import configured_url
 from test_cli import GRAPHBOARD_COMMAND, graphboard_command, shown_command, view_line
 
 PROG = "graphboard verdict"
@@ -62,7 +62,7 @@ def test_msprobes_file_gets_the_jobs_verdict_and_is_left_alone(tmp_path: Path) -
             "error: The scalar parameters of NPU and Bench are inconsistent.",
             view_line(
                 path.parent,
-                f"{server_for(path.parent)}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward",
+                f"{configured_url()}/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward",
                 prefix="",
             ),
         ]

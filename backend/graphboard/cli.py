@@ -217,9 +217,10 @@ def _run_build(args: argparse.Namespace, executor: Executor | None = None) -> in
             f"graph_build: wrote {result.path} ({summary}, {result.seconds:.2f}s)", file=sys.stderr
         )
         if result.mode is not None:  # a compare: what it found, as the demo prints it
-            from graphboard.verdict_cli import server_for, summary_lines
+            from graphboard.serve_address import configured_url
+            from graphboard.verdict_cli import summary_lines
 
-            for line in summary_lines(result.path, server_for(result.path.parent)):
+            for line in summary_lines(result.path, configured_url()):
                 print(f"graph_build:{line}", file=sys.stderr)
     print(result.path)
     return 0
@@ -247,9 +248,9 @@ def _serve(settings: Settings) -> int:
     check_port_free(settings.host, settings.port)  # one line, not uvicorn's bind traceback
     import uvicorn
 
+    from graphboard.serve_address import server_url
     from graphboard.server.app import create_app
     from graphboard.server.viewer_token import announce_when_started
-    from graphboard.verdict_cli import server_url
 
     app = create_app(settings)
     server = uvicorn.Server(uvicorn.Config(app, host=settings.host, port=settings.port))
@@ -291,7 +292,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         wanted = _serve_settings(args)
         check_port_free(wanted.host, wanted.port)
     from graphboard.demo import build_demo
-    from graphboard.verdict_cli import server_url, summary_lines
+    from graphboard.serve_address import server_url
+    from graphboard.verdict_cli import summary_lines
 
     result = build_demo(args.out)
     print(f"demo: wrote {result.path} ({result.seconds:.2f}s)")

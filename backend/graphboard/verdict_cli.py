@@ -29,10 +29,10 @@ from graphboard.ci.report import (
     verdict_lines,
 )
 from graphboard.errors import GraphboardError
-from graphboard.server.jobs.schemas import VerdictOut
-from graphboard.server.jobs.verdict import verdict
-from graphboard.server.settings import Settings
+from graphboard.serve_address import configured_url
 from graphboard.store.reader import open_vis_db
+from graphboard.verdict.judge import verdict
+from graphboard.verdict.models import VerdictOut
 from graphboard.viewer_link import view_line
 
 PROG = "graphboard verdict"
@@ -95,16 +95,6 @@ def file_verdict(
         raise GraphboardError(f"{path}: not a readable .vis.db: {error}") from None
 
 
-def server_url(settings: Settings) -> str:
-    """Where ``graphboard serve`` with these settings listens."""
-    return f"http://{settings.host}:{settings.port}"
-
-
-def server_for(folder: Path) -> str:
-    """Where ``graphboard serve --data-dir folder`` listens (its settings' host and port)."""
-    return server_url(Settings(data_dir=folder))
-
-
 def summary_lines(
     path: Path, server: str, cache_dir: Path | None = None, *, serving: bool = False
 ) -> list[str]:
@@ -160,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(found.model_dump_json(by_alias=True, indent=2))
     else:
-        server = server_for(path.parent)
+        server = configured_url()
         view = view_line(server, shown["graph"], path, shown["url"])
         print("\n".join(verdict_lines(shown, server, args.max_errors, view)))
     return exit_code(shown, args.max_errors)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, cast
 
 from graphboard.graph.model import NodeType
 from graphboard.server import schemas
-from graphboard.store.param_pairs import paired_stored
+from graphboard.store.param_pairs import paired_stored, stored_messages
 from graphboard.store.reader import FileConfig, NodeRecord, NodeSummary
 
 _TYPE_NAMES: dict[int, schemas.NodeTypeName] = {
@@ -83,21 +82,7 @@ def paired_rows(target: NodeRecord | None, golden: NodeRecord | None) -> list[sc
                 else None,
                 comparison=row.comparison,
                 result=str(result) if result is not None else None,
-                messages=_messages(row.comparison.get("Err_message")),
+                messages=stored_messages(row.comparison.get("Err_message")),
             )
         )
     return out
-
-
-def _messages(value: Any) -> list[str]:
-    if value == "[]":  # nearly every row
-        return []
-    if isinstance(value, list):
-        return [str(item) for item in value]
-    if isinstance(value, str) and value.startswith("["):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            return [value]
-        return [str(item) for item in parsed] if isinstance(parsed, list) else [value]
-    return [str(value)] if value else []

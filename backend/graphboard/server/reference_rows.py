@@ -2,7 +2,7 @@
 
 The reference's statistics and measured noise ``d_R`` come from gb_reference
 (store/reference_table.py); ``d_T`` and the band are the dtype-aware working of the stored
-verdict (server/rule_explain.py), so the three columns show what the verdict was judged on.
+verdict (verdict/rule_explain.py), so the three columns show what the verdict was judged on.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 from graphboard.graph.model import TARGET_SIDE
 from graphboard.server import schemas
 from graphboard.server.param_stats import stat_number
-from graphboard.server.rule_explain import explain_stored
 from graphboard.store.reader import GraphKey, VisDb
 from graphboard.store.reference_table import has_table, read
+from graphboard.verdict.rule_explain import explain_stored
 
 
 def attach_reference(

@@ -8,6 +8,8 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import BaseModel, ConfigDict, Field
 
+from graphboard.verdict.models import LevelName
+
 # Steps, ranks, cursors and micro steps are SQLite integers (64-bit): a larger number names
 # nothing and overflows on its way into a query (a 500 and a dropped connection), so
 # validation refuses it with a 422. One definition, for query parameters and bodies alike.
@@ -15,7 +17,6 @@ MAX_INDEX = 2**63 - 1
 Index = Annotated[int, Ge(0), Le(MAX_INDEX)]
 
 Side = Literal["NPU", "Bench"]
-LevelName = Literal["pass", "warning", "error"]
 OverflowName = Literal["medium", "high", "critical"]
 NodeTypeName = Literal["module", "api", "api_collection", "other"]
 

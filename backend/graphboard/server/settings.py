@@ -9,15 +9,23 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from graphboard.serve_address import (
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    ENV_PREFIX,
+    HIGHEST_PORT,
+    LOWEST_PORT,
+)
+
 STATE_FOLDER = ".graphboard"  # inside the data dir; hidden, so never served as a graph
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GRAPHBOARD_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     data_dir: Path = Field(default=Path("."), description="folder whose .vis.db files are served")
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
+    host: str = DEFAULT_HOST
+    port: int = Field(default=DEFAULT_PORT, ge=LOWEST_PORT, le=HIGHEST_PORT)
     database_url: str | None = Field(
         default=None,
         description="catalog database (SQLAlchemy URL); default SQLite in the state folder",

@@ -5,6 +5,7 @@ the names cannot agree. The node view (``server.present.paired_rows``) and the c
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple, Protocol
 
 from graphboard.compare.engine import pair_params
@@ -87,3 +88,19 @@ def paired_stored(target: StoredParams | None, golden: StoredParams | None) -> l
             )
         )
     return out
+
+
+def stored_messages(value: Any) -> list[str]:
+    """A row's ``Err_message`` as the messages it holds: stored as a JSON list's text, a list,
+    or one message."""
+    if value == "[]":  # nearly every row
+        return []
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    if isinstance(value, str) and value.startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return [value]
+        return [str(item) for item in parsed] if isinstance(parsed, list) else [value]
+    return [str(value)] if value else []

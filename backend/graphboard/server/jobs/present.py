@@ -11,8 +11,8 @@ from graphboard.server.catalog.models import Job
 from graphboard.server.jobs import records
 from graphboard.server.jobs.monitor_job import MONITOR, monitor_url
 from graphboard.server.jobs.schemas import JobOut
-from graphboard.server.jobs.verdict import viewer_url
 from graphboard.server.settings import Settings
+from graphboard.verdict.url import viewer_url
 
 
 def _shown(settings: Settings, job: Job, folder: str | None) -> str | None:

@@ -14,9 +14,9 @@ from graphboard.diagnose.answer import diagnose
 from graphboard.server import schemas
 from graphboard.server.deps import GraphDb, GraphId
 from graphboard.server.errors import NotFound
-from graphboard.server.jobs.verdict import viewer_url
 from graphboard.server.schemas import ApiModel
 from graphboard.store.graph_views import GraphKey
+from graphboard.verdict.url import viewer_url
 
 router = APIRouter(prefix="/api/graphs", tags=["graphs"], responses=schemas.ERRORS)
 

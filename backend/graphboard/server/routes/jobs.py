@@ -27,14 +27,13 @@ from graphboard.server.jobs.schemas import (
     JobListOut,
     JobOut,
     JobRequest,
-    RuledVerdictOut,
-    VerdictOut,
 )
-from graphboard.server.jobs.verdict import verdict
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
 from graphboard.server.rules import FILE_DEFAULT, RulesQuery
 from graphboard.server.settings import Settings
 from graphboard.store.reader import open_vis_db
+from graphboard.verdict.judge import verdict
+from graphboard.verdict.models import RuledVerdictOut, VerdictOut
 
 router = APIRouter(prefix="/api/jobs", tags=["jobs"])
 

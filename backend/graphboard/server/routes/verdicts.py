@@ -11,9 +11,9 @@ from graphboard.graph.model import TARGET_SIDE
 from graphboard.server import schemas
 from graphboard.server.deps import ExistingGraph, GraphDb, NodeName
 from graphboard.server.errors import InvalidParameters, NotFound
-from graphboard.server.rule_explain import explain_stored
 from graphboard.server.schemas import ApiModel
 from graphboard.store.reader import summaries
+from graphboard.verdict.rule_explain import explain_stored
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
 

@@ -7,9 +7,9 @@ from graphboard.compare.dtype_aware import NodeVerdict
 from graphboard.compare.dtype_explain import explain_node
 from graphboard.compare.dtype_graph import forward_twin
 from graphboard.graph.model import GOLDEN_SIDE
-from graphboard.server.jobs import schemas
 from graphboard.store.reader import GraphKey, VisDb, graphs, node_data, summaries
 from graphboard.store.reference_table import reference_noise
+from graphboard.verdict.models import WorstMetricOut
 
 
 def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
@@ -46,7 +46,7 @@ def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
     )
 
 
-def rule_worst_metric(db: VisDb, key: GraphKey, name: str) -> schemas.WorstMetricOut | None:
+def rule_worst_metric(db: VisDb, key: GraphKey, name: str) -> WorstMetricOut | None:
     """The parameter a node's dtype-aware verdict comes from, as the verdict's worst metric:
     its measured d beside the band, and the reason."""
     found = explain_stored(db, key, name)
@@ -57,7 +57,7 @@ def rule_worst_metric(db: VisDb, key: GraphKey, name: str) -> schemas.WorstMetri
     if deciding.difference is not None:
         band = f", band {deciding.band:.3g}" if deciding.band is not None else ""
         shown = f"{deciding.difference:.3g}{band}"
-    return schemas.WorstMetricOut(
+    return WorstMetricOut(
         parameter=deciding.key,
         result=deciding.verdict.label,
         metric="d" if deciding.difference is not None else None,

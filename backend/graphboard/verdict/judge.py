@@ -6,113 +6,22 @@ the demo and graph_build's compare summary."""
 
 from __future__ import annotations
 
-import math
-from typing import Any, cast
+from typing import cast
 from urllib.parse import urlencode
 
 from graphboard.diagnose.answer import diagnose
 from graphboard.errors import StoreError
-from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
-from graphboard.server import present
-from graphboard.server.jobs import schemas
-from graphboard.server.rule_explain import rule_worst_metric
-from graphboard.server.schemas import LevelName
+from graphboard.graph.model import TARGET_SIDE
 from graphboard.store import rule_columns
-from graphboard.store.reader import (
-    GraphKey,
-    NodeSummary,
-    VisDb,
-    graphs,
-    listing,
-    node_data,
-    search,
-    tree,
-)
+from graphboard.store.reader import GraphKey, NodeSummary, VisDb, listing, search, tree
 from graphboard.store.reader.rules import rule_counts
+from graphboard.verdict import models
+from graphboard.verdict.models import LevelName
+from graphboard.verdict.rule_explain import rule_worst_metric
+from graphboard.verdict.url import viewer_url
+from graphboard.verdict.worst_metric import worst_metric
 
-TARGET, GOLDEN = TARGET_SIDE, GOLDEN_SIDE
 OVERFLOWS = ("medium", "high", "critical")
-# Error-like metrics, where bigger is worse (the viewer's "worst cell" uses the same rule;
-# cosine similarity runs the other way and never counts).
-_WORST_HINTS = ("relativeerr", "abserr", "diff", "eucdist", "err_ratio", "err ratio")
-
-
-def viewer_url(graph: str, key: GraphKey | None = None, node: str | None = None) -> str:
-    """The viewer's address (relative to the server) for a file, or a node in it."""
-    query: dict[str, Any] = {"graph": graph}
-    if key is not None and node is not None:
-        query.update(step=key.step, rank=key.rank, node=node)
-        if key.side != TARGET:
-            query["side"] = key.side
-    return "/?" + urlencode(query)
-
-
-def _number(shown: Any) -> float | None:
-    if isinstance(shown, bool):
-        return None
-    if isinstance(shown, int | float):
-        return float(shown)
-    if not isinstance(shown, str):
-        return None
-    text = shown.strip().removesuffix("%")
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-_SEVERITY = {"error": 3, "warning": 2, "pass": 1}
-
-
-def _largest_metric(comparison: dict[str, Any]) -> tuple[tuple[int, float], str, Any] | None:
-    """The row's largest error-like metric: relative errors rank before absolute ones (they
-    compare across magnitudes), NaN and infinity before any finite value."""
-    best: tuple[tuple[int, float], str, Any] | None = None
-    for metric, shown in comparison.items():
-        if not any(hint in metric.lower() for hint in _WORST_HINTS):
-            continue
-        value = _number(shown)
-        if value is None or value == 0:
-            continue
-        magnitude = math.inf if math.isnan(value) else abs(value)
-        score = (1 if "relative" in metric.lower() else 0, magnitude)
-        if best is None or score > best[0]:
-            best = (score, metric, shown)
-    return best
-
-
-def worst_metric(db: VisDb, key: GraphKey, summary: NodeSummary) -> schemas.WorstMetricOut | None:
-    """The node's worst parameter row: the most severe result first (an error row may have
-    no numeric metric at all, e.g. differing scalar arguments), then the largest metric."""
-    target = node_data.node(db, key, summary.name)
-    if target is None:
-        return None
-    golden_key = GraphKey(GOLDEN, key.step, key.rank)
-    golden = None
-    if summary.counterpart and graphs.has_graph(db, golden_key):
-        golden = node_data.node(db, golden_key, summary.counterpart)
-    best: tuple[tuple[int, int, float], schemas.WorstMetricOut] | None = None
-    for row in present.paired_rows(target, golden):
-        largest = _largest_metric(row.comparison)
-        severity = _SEVERITY.get((row.result or "").lower(), 0)
-        if largest is None and severity < 2:
-            continue
-        (relative, magnitude), metric, shown = largest if largest else ((0, 0.0), None, None)
-        score = (severity, relative, magnitude)
-        if best is None or score > best[0]:
-            value = _number(shown) if shown is not None else None
-            best = (
-                score,
-                schemas.WorstMetricOut(
-                    parameter=row.key,
-                    result=row.result,
-                    metric=metric,
-                    value=value if value is not None and math.isfinite(value) else None,
-                    shown=str(shown) if shown is not None else None,
-                    message=row.messages[0] if row.messages else None,
-                ),
-            )
-    return best[1] if best is not None else None
 
 
 def _first_error(
@@ -134,14 +43,16 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
     asked = " ".join(
         f"{name} {value}" for name, value in (("step", step), ("rank", rank)) if value is not None
     )
-    held = sorted((stats.step, stats.rank) for stats in listing.graphs(db) if stats.side == TARGET)
+    held = sorted(
+        (stats.step, stats.rank) for stats in listing.graphs(db) if stats.side == TARGET_SIDE
+    )
     shown = ", ".join(f"step {s} rank {r}" for s, r in held) or "none"
     return f"{db.path.name}: no target graph at {asked or 'any step'}; the file holds {shown}"
 
 
-def _diagnosis(db: VisDb, rules: str) -> schemas.DiagnosisOut:
+def _diagnosis(db: VisDb, rules: str) -> models.DiagnosisOut:
     found = diagnose(db, rules=rules)
-    return schemas.DiagnosisOut(
+    return models.DiagnosisOut(
         kind=found.kind,
         found=found.found,
         summary=found.summary,
@@ -162,7 +73,7 @@ def verdict(
     rank: int | None = None,
     rules: str | None = None,
     diagnose_without_overflow: bool = True,
-) -> schemas.VerdictOut | schemas.RuledVerdictOut:
+) -> models.VerdictOut | models.RuledVerdictOut:
     """The verdict over the target's graphs, or those of ``step`` and/or ``rank`` only (then
     ``steps`` and ``ranks`` list what was judged), under the rule set ``rules``; a StoreError
     when none is there (or the file holds no verdicts of that rule set). The diagnosis reads
@@ -174,14 +85,14 @@ def verdict(
     targets = [
         stats
         for stats in listing.graphs(db, rules)
-        if stats.side == TARGET
+        if stats.side == TARGET_SIDE
         and (step is None or stats.step == step)
         and (rank is None or stats.rank == rank)
     ]
     restricted = step is not None or rank is not None
     if restricted and not targets:
         raise StoreError(_no_graph(db, step, rank))
-    keys = [GraphKey(TARGET, stats.step, stats.rank) for stats in targets]
+    keys = [GraphKey(TARGET_SIDE, stats.step, stats.rank) for stats in targets]
     overflow = dict.fromkeys(OVERFLOWS, 0)
     for key in keys:
         counted = search.filter_by(db, key, overflows=list(OVERFLOWS), limit=1, rules=rules).counts
@@ -192,7 +103,7 @@ def verdict(
     url = viewer_url(graph)
     if first is not None:
         key, summary = first
-        first_out = schemas.FirstErrorOut(
+        first_out = models.FirstErrorOut(
             name=summary.name,
             side=key.side,
             step=key.step,
@@ -204,14 +115,14 @@ def verdict(
             else rule_worst_metric(db, key, summary.name),
         )
         url = viewer_url(graph, key, summary.name)
-    found = schemas.VerdictOut(
+    found = models.VerdictOut(
         job_id=job_id,
         graph=graph,
         graph_type=config.graph_type,
         data_mode=config.data_mode,
         steps=sorted({key.step for key in keys}) if restricted else config.steps,
         ranks=sorted({key.rank for key in keys}) if restricted else config.ranks,
-        counts=schemas.CountsOut.model_validate(
+        counts=models.CountsOut.model_validate(
             {
                 "pass": sum(stats.pass_count or 0 for stats in targets),
                 "warning": sum(stats.warning_count or 0 for stats in targets),
@@ -219,7 +130,7 @@ def verdict(
                 "unmatched": sum(stats.unmatched or 0 for stats in targets),
             }
         ),
-        overflow=schemas.OverflowOut(**overflow),
+        overflow=models.OverflowOut(**overflow),
         first_error=first_out,
         url=url,
         diagnosis=_diagnosis(db, rules)
@@ -228,7 +139,7 @@ def verdict(
     )
     if rules == "msprobe":
         return found
-    return schemas.RuledVerdictOut(
+    return models.RuledVerdictOut(
         **found.model_dump(exclude={"url"}),
         url=f"{url}&{urlencode({'rules': rules})}",
         rules=rules,
