@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from graphboard.compare.rule_sets import MSPROBE
+from graphboard.graph.sides import Side
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
@@ -17,8 +18,6 @@ from graphboard.store.reader import GraphKey, NodeSummary, VisDb, graphs, node_d
 from graphboard.store.reader.peers import peer_links
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
-
-OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
 
 
 def require_node(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeSummary:
@@ -82,7 +81,7 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
     if record is None:
         require_node(db, key, name)
         raise AssertionError("unreachable")
-    other_key = GraphKey(OTHER_SIDE.get(key.side, "Bench"), key.step, key.rank)
+    other_key = GraphKey(Side.from_data_source(key.side).other.data_source, key.step, key.rank)
     counterpart = None
     if record.summary.counterpart and graphs.has_graph(db, other_key):
         counterpart = node_data.node(db, other_key, record.summary.counterpart)
