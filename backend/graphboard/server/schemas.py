@@ -14,7 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field
 MAX_INDEX = 2**63 - 1
 Index = Annotated[int, Ge(0), Le(MAX_INDEX)]
 
-Side = Literal["NPU", "Bench"]
+# A side as requests name it: target/golden, or msprobe's NPU/Bench as aliases (graph.sides).
+SideName = Literal["target", "golden", "NPU", "Bench"]
+SIDE_DESCRIPTION = "target (-tp) or golden (-gp); NPU and Bench, msprobe's words, also name them"
+# A side as responses spell it: msprobe's data_source, which the viewer's pages and
+# tb_graph_ascend's keys read as they are.
+DataSource = Literal["NPU", "Bench"]
 LevelName = Literal["pass", "warning", "error"]
 OverflowName = Literal["medium", "high", "critical"]
 NodeTypeName = Literal["module", "api", "api_collection", "other"]
@@ -68,7 +73,7 @@ class GraphConfigOut(ApiModel):
 
 
 class GraphStatsOut(ApiModel):
-    side: Side | str
+    side: DataSource | str
     step: int
     rank: int
     node_count: int
@@ -212,7 +217,7 @@ class ParamRowOut(ApiModel):
 
 
 class NodeSideOut(ApiModel):
-    side: Side | str
+    side: DataSource | str
     node: NodeOut
     stack: list[str]
     parallel_merge_info: list[str]

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
 from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
 from graphboard.store.reader import GraphKey, StoredNode, VisDb, graphs, node_data, overlay
@@ -188,7 +189,7 @@ def mode_of(db: VisDb) -> DataMode:
 def graph_keys(db: VisDb, step: int, rank: int) -> tuple[GraphKey, GraphKey]:
     """(target, golden) keys of the table at ``step``/``rank``; TableError when the file has
     no target graph there."""
-    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
+    target_key, golden_key = GraphKey(TARGET_SIDE, step, rank), GraphKey(GOLDEN_SIDE, step, rank)
     if not graphs.has_graph(db, target_key):
         config = db.config()
         raise TableError(
