@@ -128,7 +128,7 @@ def result_cell(row: PairedParam) -> str:
 def _verdict(row: PairedParam) -> list[str]:
     comparison = row.comparison
     # msprobe's cells for a parameter nothing was compared with: a null (masked) leaf, or
-    # one with no golden twin (whose requires_grad has nothing to agree with)
+    # one with no golden counterpart (whose requires_grad has nothing to agree with)
     consistent = comparison.get(col.REQUIRES_GRAD_CONSISTENT)
     if consistent is None:
         consistent = "True" if row.golden is not None else "False"
@@ -147,7 +147,7 @@ def _data_name(fields: dict[str, Any]) -> str:
 def row_cells(
     mode: DataMode, row: PairedParam, stack: str, starts_here: str
 ) -> tuple[str, ...] | None:
-    """One table row, or None for a golden parameter with no target twin (msprobe drops
+    """One table row, or None for a golden parameter with no target counterpart (msprobe drops
     those)."""
     if row.target is None:
         return None
@@ -207,7 +207,7 @@ def starts_here_cell(code: int) -> str:
 def node_rows(
     mode: DataMode, node: StoredNode, golden: StoredNode | None, introduced: int
 ) -> list[tuple[str, ...]]:
-    """The rows of one target node, in table order (its golden twin ``golden``, if any)."""
+    """The rows of one target node, in table order (its golden counterpart ``golden``, if any)."""
     starts_here = starts_here_cell(introduced)
     stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
     made = []

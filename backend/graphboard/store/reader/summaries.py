@@ -1,7 +1,7 @@
 """A node's summary (a tree row): its ``tb_nodes`` row joined with the graph's columns.
 
 Rows are read with msprobe's own indexes on (step, rank, data_source, ...); names of the few
-other nodes a summary shows (its worst descendant, its partner) are looked up by node_order
+other nodes a summary shows (its worst descendant, its counterpart) are looked up by node_order
 without loading every name of a big graph.
 """
 
