@@ -106,3 +106,14 @@ def test_unknown_graph_is_404(client: TestClient) -> None:
         "/api/graphs/nope/heatmap", params={"rows": "module", "cols": "step", "statistic": "norm"}
     )
     assert response.status_code == 404
+
+
+@pytest.mark.parametrize(("ours", "msprobes"), [("target", "NPU"), ("golden", "Bench")])
+def test_the_heatmaps_side_is_target_or_golden_with_msprobes_words_as_aliases(
+    client: TestClient, ours: str, msprobes: str
+) -> None:
+    params = {"rows": "module", "cols": "rank", "statistic": "max", "step": 1}
+    url = "/api/graphs/ours/convnet-ddp2/heatmap"
+    by_our_word = client.get(url, params={**params, "side": ours})
+    assert by_our_word.status_code == 200, by_our_word.text
+    assert by_our_word.content == client.get(url, params={**params, "side": msprobes}).content

@@ -301,3 +301,39 @@ def test_unknown_file_is_404(client: TestClient) -> None:
         assert response.status_code == 404, what
         assert response.json()["error"]["code"] == "unknown_graph"
     assert client.get("/api/nothing").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("route", "params"),
+    [
+        ("children", {}),
+        ("node", {"name": "Functional.gelu.0.forward"}),
+        ("path", {"name": "Functional.gelu.0.forward"}),
+    ],
+)
+@pytest.mark.parametrize(("ours", "msprobes"), [("target", "NPU"), ("golden", "Bench")])
+def test_a_side_is_named_target_or_golden_and_msprobes_words_are_aliases(
+    client: TestClient, route: str, params: dict[str, Any], ours: str, msprobes: str
+) -> None:
+    url = f"/api/graphs/ours/convnet-stats/{route}"
+    by_our_word = client.get(url, params={**Q, **params, "side": ours})
+    by_msprobes = client.get(url, params={**Q, **params, "side": msprobes})
+    assert by_our_word.status_code == 200, by_our_word.text
+    assert by_our_word.content == by_msprobes.content  # the same bytes
+    if route == "node":  # which still spell the side as msprobe's files do
+        assert f'"side":"{msprobes}"' in by_our_word.text
+
+
+def test_peers_take_target_as_their_default_side(client: TestClient) -> None:
+    url = "/api/graphs/ours/convnet-ddp2/peers"
+    params = {"step": 1, "rank": 0, "name": "Distributed.send.0.forward"}
+    default = client.get(url, params=params)
+    assert default.status_code == 200, default.text
+    for side in ("target", "NPU"):
+        assert client.get(url, params={**params, "side": side}).content == default.content
+
+
+def test_an_unknown_side_is_refused_naming_the_accepted_words(client: TestClient) -> None:
+    response = client.get("/api/graphs/ours/convnet-stats/children", params={**Q, "side": "gold"})
+    assert response.status_code == 422
+    assert all(word in response.text for word in ("target", "golden", "NPU", "Bench"))

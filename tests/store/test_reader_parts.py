@@ -43,7 +43,7 @@ def compare_copy(built: BuildFn, tmp_path: Path) -> Path:
 
 
 def _matched_node(db: VisDb) -> tuple[str, int, str]:
-    """(name, node_order, partner) of the first matched target node holding parameters."""
+    """(name, node_order, counterpart) of the first matched target node holding parameters."""
     for stored in node_data.stored_nodes(db, NPU):
         summary = summaries.summary(db, NPU, stored.name)
         assert summary is not None
@@ -73,14 +73,14 @@ def test_an_action_is_recorded_shown_and_undone_through_the_reader(
 ) -> None:
     cache = tmp_path / "cache"
     with open_vis_db(compare_copy, cache) as db:
-        name, order, partner = _matched_node(db)
+        name, order, counterpart = _matched_node(db)
         before = listing.graphs(db)[0]
         stored = node_data.dicts_of(db, NPU, [order], "input_data")[order]
     rescored = {key: {**value, "marked": True} for key, value in stored.items()}
     with open_vis_db(compare_copy, cache, writable=True) as db, manual_matches.matching_write(db):
         action_id = manual_matches.record_action(db,
-            "unmatch", 0, 0, (name, partner), {"twins": False},
-            [_unpaired(name, order, rescored)], [(name, partner)],
+            "unmatch", 0, 0, (name, counterpart), {"twins": False},
+            [_unpaired(name, order, rescored)], [(name, counterpart)],
         )  # fmt: skip
     with open_vis_db(compare_copy, cache) as db:
         summary = summaries.summary(db, NPU, name)
@@ -96,7 +96,7 @@ def test_an_action_is_recorded_shown_and_undone_through_the_reader(
         assert (after.matched, after.unmatched) == (before.matched - 1, before.unmatched + 1)
         history = reader_overlay.match_history(db, 0, 0)
         assert [(item.id, item.kind, item.pairs) for item in history] == [
-            (action_id, "unmatch", [[name, partner]])
+            (action_id, "unmatch", [[name, counterpart]])
         ]
     with open_vis_db(compare_copy, cache, writable=True) as db:
         with manual_matches.matching_write(db):
@@ -117,11 +117,11 @@ def test_a_matching_write_whose_block_fails_leaves_the_file_as_it_was(
 ) -> None:
     cache = tmp_path / "cache"
     with open_vis_db(compare_copy, cache, writable=True) as db:
-        name, order, partner = _matched_node(db)
+        name, order, counterpart = _matched_node(db)
         with pytest.raises(RuntimeError), manual_matches.matching_write(db):
             manual_matches.record_action(db,
-                "unmatch", 0, 0, (name, partner), {},
-                [_unpaired(name, order, {})], [(name, partner)],
+                "unmatch", 0, 0, (name, counterpart), {},
+                [_unpaired(name, order, {})], [(name, counterpart)],
             )  # fmt: skip
             raise RuntimeError("the request failed after writing")
     with open_vis_db(compare_copy, cache) as db:

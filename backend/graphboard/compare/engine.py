@@ -33,10 +33,14 @@ def pair_params(target: list[Param], golden: list[Param]) -> list[ParamRow]:
     leftover_target: dict[Role, list[ParamRow]] = defaultdict(list)
     used: set[str] = set()
     for param in target:
-        twin = golden_by_key.get(param.key)
-        if twin is not None and twin.key not in used and twin.role is param.role:
-            used.add(twin.key)
-            rows.append(ParamRow(param, twin))
+        counterpart = golden_by_key.get(param.key)
+        if (
+            counterpart is not None
+            and counterpart.key not in used
+            and counterpart.role is param.role
+        ):
+            used.add(counterpart.key)
+            rows.append(ParamRow(param, counterpart))
         else:
             row = ParamRow(param, None)
             rows.append(row)

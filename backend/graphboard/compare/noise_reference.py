@@ -136,10 +136,14 @@ class NodeNoise:
         shape) just as the target's does: the configuration's difference (a kernel whose calls
         pair other tensors, a dtype the precision gives), not the target's. The target is then
         judged against the reference's tensor, the golden's being no measure of it."""
-        twin = self.params.get(target.key)
-        if twin is None or twin.dtype != target.dtype or twin.shape != target.shape:
+        counterpart = self.params.get(target.key)
+        if (
+            counterpart is None
+            or counterpart.dtype != target.dtype
+            or counterpart.shape != target.shape
+        ):
             return None
-        return twin
+        return counterpart
 
     def spread_roundoff(self, target: Param, roundoff: float) -> float:
         """The unit roundoff of the final rounding a correct target shares with the
@@ -147,8 +151,8 @@ class NodeNoise:
         target holds a narrower dtype than the reference's, its extra rounding is a departure,
         not noise (an op the configuration keeps in fp32 run in bf16). ``roundoff`` (the
         target's against the golden's) where the reference's dtype is unknown."""
-        twin = self.params.get(target.key)
-        found = unit_roundoff(twin.dtype) if twin is not None else None
+        counterpart = self.params.get(target.key)
+        found = unit_roundoff(counterpart.dtype) if counterpart is not None else None
         return found if found is not None else roundoff
 
     def departure(self, param: Param, difference: float) -> float:
@@ -160,9 +164,9 @@ class NodeNoise:
         ``d_T`` and ``d_R`` are set by different statistics (R's Max, the target's Mean, say)
         their difference alone would understate it."""
         found = excess(difference, self.differences.get(param.key, 0.0))
-        twin = self.params.get(param.key)
-        if twin is not None:
-            direct = statistics_difference(param, twin)
+        counterpart = self.params.get(param.key)
+        if counterpart is not None:
+            direct = statistics_difference(param, counterpart)
             if direct is not None and direct > found:
                 found = direct
         return found
@@ -259,10 +263,10 @@ def _measure_node(
     params: dict[str, ReferenceParam] = {}
     arguments: dict[str, object] = {}
     for row in rows:
-        param, twin = row.target, row.golden
+        param, counterpart = row.target, row.golden
         if param is None:
             continue
-        if twin is None or not (param.is_tensor and twin.is_tensor):
+        if counterpart is None or not (param.is_tensor and counterpart.is_tensor):
             arguments[param.key] = value_of(param)
             continue
         params[param.key] = ReferenceParam(param, row_difference(row, mode))

@@ -95,7 +95,9 @@ class ParamRow:
 class NodeComparison:
     rows: list[ParamRow]
     level: Level | None  # None when the node has no rows to score
-    extra_target: list[str] = field(default_factory=list)  # target parameters with no golden twin
+    extra_target: list[str] = field(
+        default_factory=list
+    )  # target parameters with no golden counterpart
     extra_golden: list[str] = field(default_factory=list)
     # The level of a divergence that starts here, or None (``starts_here``).
     introduced_level: Level | None = field(init=False)

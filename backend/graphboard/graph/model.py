@@ -8,6 +8,7 @@ from enum import IntEnum
 from typing import Any
 
 from graphboard.dump.records import Param
+from graphboard.graph.sides import Side
 
 ROOT_NAME = "DefaultModel"
 API_COLLECTION_PREFIX = "Apis_Between_Modules"
@@ -19,14 +20,9 @@ class NodeType(IntEnum):
     API_COLLECTION = 9
 
 
-# Graph sides as msprobe writes them: the target (-tp) and the golden (-gp).
-TARGET_SIDE = "NPU"
-GOLDEN_SIDE = "Bench"
-
-
-def other_side(side: str) -> str:
-    """The golden side's label for the target's, and the other way round."""
-    return GOLDEN_SIDE if side == TARGET_SIDE else TARGET_SIDE
+# Graph sides as msprobe writes them (graph keys, tb_nodes.data_source): "NPU" and "Bench".
+TARGET_SIDE = Side.TARGET.data_source
+GOLDEN_SIDE = Side.GOLDEN.data_source
 
 
 # An API's name starts with one of these and a dot (msprobe's pattern).

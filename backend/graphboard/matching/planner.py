@@ -10,6 +10,7 @@ from pathlib import Path
 
 from graphboard.graph.model import API_COLLECTION_PREFIX, GOLDEN_SIDE, TARGET_SIDE, NodeType
 from graphboard.graph.names import swap_direction
+from graphboard.graph.sides import Side
 from graphboard.matching.outcome import MatchFailure, Outcome, Skipped
 from graphboard.matching.scoring import PairScorer
 from graphboard.refusals import NotFound
@@ -64,7 +65,7 @@ class Planner:
     def _summary(self, key: GraphKey, name: str) -> NodeSummary:
         found = summaries.summary(self.db, key, name)
         if found is None:
-            side = "target" if key.side == TARGET_SIDE else "golden"
+            side = Side.from_data_source(key.side).value
             raise MatchFailure(
                 "unknown_node", f"no {side} ({key.side}) node named {name!r}", status=404
             )

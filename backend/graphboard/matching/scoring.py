@@ -172,7 +172,7 @@ def _overlay_row(
     output_data: str | None = None,
 ) -> OverlayRow:
     """A node's state after a manual (un)match: paired with ``counterpart`` (None: with
-    nobody). The scores are the target's to carry; a golden row only learns its partner."""
+    nobody). The scores are the target's to carry; a golden row only learns its counterpart."""
     return OverlayRow(
         data_source=key.side,
         step=key.step,

@@ -98,7 +98,7 @@ def match(target: Graph, golden: Graph, options: BuildOptions) -> Matched:
 def score(
     target: Graph, golden: Graph, mode: DataMode, reference: NoiseReference | None = None
 ) -> GraphVerdicts:
-    """Score every matched target node against its golden partner (pass / warning / error)
+    """Score every matched target node against its golden counterpart (pass / warning / error)
     by msprobe's rules (each node's precision, set on the node as its row carries it), and
     return the dtype-aware verdicts (the rule columns and the -nr table are written from
     them), judged against a noise reference's measurements when there is one."""
@@ -132,10 +132,10 @@ class GraphRows:
         return writer.node_rows(self.prepared, self.nodes)
 
 
-def rows(graph: Graph, partner: Graph | None, mode: DataMode | None) -> GraphRows:
-    """``graph``'s rows: msprobe's columns, with ``partner`` (the other side, in a compare)
+def rows(graph: Graph, counterpart: Graph | None, mode: DataMode | None) -> GraphRows:
+    """``graph``'s rows: msprobe's columns, with ``counterpart`` (the other side, in a compare)
     giving matched_node_link."""
-    return GraphRows(writer.prepare_rows(graph, partner, mode), writer.row_order(graph))
+    return GraphRows(writer.prepare_rows(graph, counterpart, mode), writer.row_order(graph))
 
 
 def write_part(
@@ -147,8 +147,8 @@ def write_part(
     merged into one file are indexed there). Nothing is left at ``part`` on a failure."""
     sink = open_sink(part, indexed=indexed)
     try:
-        for graph, partner in pairs:
-            graph_rows = rows(graph, partner, mode)
+        for graph, counterpart in pairs:
+            graph_rows = rows(graph, counterpart, mode)
             writer.write_rows(sink, graph_rows.prepared, graph_rows.nodes)
         sink.finish_nodes()  # the compiled sink indexes meanwhile
         writer.write_summaries(sink, pairs)

@@ -11,10 +11,11 @@ from fastapi import Path as PathParam
 from sqlalchemy.orm import Session
 
 from graphboard.errors import GraphboardError
+from graphboard.graph.sides import Side
 from graphboard.server.catalog import Catalog
 from graphboard.server.errors import InvalidParameters, NotFound, UnreadableFile
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
-from graphboard.server.schemas import Index, Side
+from graphboard.server.schemas import SIDE_DESCRIPTION, Index, SideName
 from graphboard.server.settings import Settings
 from graphboard.store.reader import GraphKey, VisDb, graphs, open_vis_db
 
@@ -81,11 +82,11 @@ Rank = Annotated[Index, Query(description="rank number")]
 
 
 def graph_key(
-    side: Annotated[Side, Query(description="NPU (the target, -tp) or Bench (the golden, -gp)")],
+    side: Annotated[SideName, Query(description=SIDE_DESCRIPTION)],
     step: Step,
     rank: Rank,
 ) -> GraphKey:
-    return GraphKey(side, step, rank)
+    return GraphKey(Side.parse(side).data_source, step, rank)
 
 
 GraphKeyDep = Annotated[GraphKey, Depends(graph_key)]

@@ -16,7 +16,12 @@ from graphboard.verdict.models import LevelName
 MAX_INDEX = 2**63 - 1
 Index = Annotated[int, Ge(0), Le(MAX_INDEX)]
 
-Side = Literal["NPU", "Bench"]
+# A side as requests name it: target/golden, or msprobe's NPU/Bench as aliases (graph.sides).
+SideName = Literal["target", "golden", "NPU", "Bench"]
+SIDE_DESCRIPTION = "target (-tp) or golden (-gp); NPU and Bench, msprobe's words, also name them"
+# A side as responses spell it: msprobe's data_source, which the viewer's pages and
+# tb_graph_ascend's keys read as they are.
+DataSource = Literal["NPU", "Bench"]
 OverflowName = Literal["medium", "high", "critical"]
 NodeTypeName = Literal["module", "api", "api_collection", "other"]
 
@@ -69,7 +74,7 @@ class GraphConfigOut(ApiModel):
 
 
 class GraphStatsOut(ApiModel):
-    side: Side | str
+    side: DataSource | str
     step: int
     rank: int
     node_count: int
@@ -213,7 +218,7 @@ class ParamRowOut(ApiModel):
 
 
 class NodeSideOut(ApiModel):
-    side: Side | str
+    side: DataSource | str
     node: NodeOut
     stack: list[str]
     parallel_merge_info: list[str]

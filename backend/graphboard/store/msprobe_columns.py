@@ -34,7 +34,8 @@ from graphboard.compare.result import (
     level_of_precision,
 )
 from graphboard.errors import StoreError
-from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType, other_side
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, NodeType
+from graphboard.graph.sides import Side
 from graphboard.store import arrays, schema
 from graphboard.store.columns import graph_columns, graph_counts
 from graphboard.store.param_parse import shows_tensor
@@ -211,7 +212,9 @@ def _build(source: sqlite3.Connection, temp: Path) -> None:
             graphs = {side: _Graph(source, side, step, rank) for side in (TARGET_SIDE, GOLDEN_SIDE)}
             present = {side: graph for side, graph in graphs.items() if graph.names}
             for side, graph in present.items():
-                other = present.get(other_side(side)) if compared else None
+                other = (
+                    present.get(Side.from_data_source(side).other.data_source) if compared else None
+                )
                 columns = _columns(source, graph, other)
                 graph_id = f"{side}_{step}_{rank}"
                 arrays.write(derived, graph_id, graph.names, columns)

@@ -31,7 +31,7 @@ class SideFields(NamedTuple):
 
 
 class PairedParam(NamedTuple):
-    """One target parameter and its golden twin as stored (either may be missing)."""
+    """One target parameter and its golden counterpart as stored (either may be missing)."""
 
     role: str
     key: str

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from graphboard.compare.metrics import SUMMARY_METRIC_NAMES, TENSOR_METRIC_NAMES
 from graphboard.compare.result import DataMode, label_of_code
 from graphboard.errors import GraphboardError
+from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.store.name_index import NameIndex
 from graphboard.store.param_pairs import PairedParam, paired_stored
 from graphboard.store.reader import GraphKey, StoredNode, VisDb, graphs, node_data, overlay
@@ -127,7 +128,7 @@ def result_cell(row: PairedParam) -> str:
 def _verdict(row: PairedParam) -> list[str]:
     comparison = row.comparison
     # msprobe's cells for a parameter nothing was compared with: a null (masked) leaf, or
-    # one with no golden twin (whose requires_grad has nothing to agree with)
+    # one with no golden counterpart (whose requires_grad has nothing to agree with)
     consistent = comparison.get(col.REQUIRES_GRAD_CONSISTENT)
     if consistent is None:
         consistent = "True" if row.golden is not None else "False"
@@ -146,7 +147,7 @@ def _data_name(fields: dict[str, Any]) -> str:
 def row_cells(
     mode: DataMode, row: PairedParam, stack: str, starts_here: str
 ) -> tuple[str, ...] | None:
-    """One table row, or None for a golden parameter with no target twin (msprobe drops
+    """One table row, or None for a golden parameter with no target counterpart (msprobe drops
     those)."""
     if row.target is None:
         return None
@@ -188,7 +189,7 @@ def mode_of(db: VisDb) -> DataMode:
 def graph_keys(db: VisDb, step: int, rank: int) -> tuple[GraphKey, GraphKey]:
     """(target, golden) keys of the table at ``step``/``rank``; TableError when the file has
     no target graph there."""
-    target_key, golden_key = GraphKey("NPU", step, rank), GraphKey("Bench", step, rank)
+    target_key, golden_key = GraphKey(TARGET_SIDE, step, rank), GraphKey(GOLDEN_SIDE, step, rank)
     if not graphs.has_graph(db, target_key):
         config = db.config()
         raise TableError(
@@ -206,7 +207,7 @@ def starts_here_cell(code: int) -> str:
 def node_rows(
     mode: DataMode, node: StoredNode, golden: StoredNode | None, introduced: int
 ) -> list[tuple[str, ...]]:
-    """The rows of one target node, in table order (its golden twin ``golden``, if any)."""
+    """The rows of one target node, in table order (its golden counterpart ``golden``, if any)."""
     starts_here = starts_here_cell(introduced)
     stack = str(node.stack) if node.stack else NA  # msprobe: on the node's first row only
     made = []

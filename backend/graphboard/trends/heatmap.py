@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from graphboard.dump.records import Param
+from graphboard.graph.sides import Side
 from graphboard.store import rule_columns
 from graphboard.store.reader import FileConfig, GraphKey, VisDb, node_data, overlay
 from graphboard.store.reader import graphs as reader_graphs
@@ -36,7 +37,7 @@ from graphboard.trends.values import (
     worst_relative_error,
 )
 
-TARGET, GOLDEN, DIFFERENCE = "NPU", "Bench", "diff"
+TARGET, GOLDEN, DIFFERENCE = Side.TARGET.data_source, Side.GOLDEN.data_source, "diff"
 TARGET_OF = {TARGET: TARGET, GOLDEN: GOLDEN, DIFFERENCE: TARGET}  # where cells' nodes are
 MAX_ROWS = 2000  # a depth with more modules than this is not a heatmap anyone can read
 MAX_GRAPHS = 4096  # graphs one heatmap may read (rank x step of a 64-rank, 64-step run)

@@ -7,10 +7,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import ConfigDict, Field
 
+from graphboard.graph.sides import Side
 from graphboard.server import schemas
 from graphboard.server.deps import GraphDb
 from graphboard.server.errors import InvalidParameters
-from graphboard.trends.heatmap import Axis, HeatmapQuery, HeatmapRefused, heatmap
+from graphboard.server.schemas import SideName
+from graphboard.trends.heatmap import DIFFERENCE, Axis, HeatmapQuery, HeatmapRefused, heatmap
 from graphboard.trends.modules import Pass
 from graphboard.trends.values import Statistic
 
@@ -65,8 +67,8 @@ MeanRelativeErr, NormRelativeErr) stored on the target's result rows, as a fract
 the worst precision level in the node's subtree (0 pass, 1 warning, 2 error), with manual
 matches applied; `norm`, `max`, `min`, `mean` of the node's result tensors, read from the
 stored statistics (several tensors: the norm of all, the largest max, the smallest min, the
-element-weighted mean) on `side` NPU (target) or Bench (golden), or `diff`: target minus
-golden, node by node by name. `excess`, `error` and `level` need a compare and side=NPU."""
+element-weighted mean) on `side` target or golden (or msprobe's words for them, NPU and Bench), or `diff`: target minus
+golden, node by node by name. `excess`, `error` and `level` need a compare and side=target."""
 
 
 @router.get(
@@ -83,9 +85,9 @@ def get_heatmap(
         Statistic, Query(description="excess | error | level | norm | max | min | mean")
     ],
     side: Annotated[
-        Literal["NPU", "Bench", "diff"],
-        Query(description="NPU (target), Bench (golden) or diff (target - golden)"),
-    ] = "NPU",
+        SideName | Literal["diff"],
+        Query(description="target, golden (NPU, Bench: msprobe's words) or diff (target - golden)"),
+    ] = "target",
     depth: Annotated[
         int | None, Query(ge=0, le=MAX_DEPTH, description="module rows' depth; omit: layers")
     ] = None,
@@ -98,7 +100,8 @@ def get_heatmap(
         str | None, Query(min_length=1, max_length=4096, description="rows=rank: the module")
     ] = None,
 ) -> HeatmapOut:
-    query = HeatmapQuery(rows, cols, statistic, side, depth, pass_, step, rank, module)
+    data_source = side if side == DIFFERENCE else Side.parse(side).data_source
+    query = HeatmapQuery(rows, cols, statistic, data_source, depth, pass_, step, rank, module)
     try:
         found = heatmap(db, query)
     except HeatmapRefused as refused:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from graphboard.compare.rule_sets import MSPROBE
+from graphboard.graph.sides import Side
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
@@ -17,8 +18,6 @@ from graphboard.store.reader import GraphKey, NodeSummary, VisDb, graphs, node_d
 from graphboard.store.reader.peers import peer_links
 
 router = APIRouter(prefix="/api/graphs", tags=["nodes"], responses=schemas.ERRORS)
-
-OTHER_SIDE = {"NPU": "Bench", "Bench": "NPU"}
 
 
 def require_node(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> NodeSummary:
@@ -82,18 +81,20 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
     if record is None:
         require_node(db, key, name)
         raise AssertionError("unreachable")
-    other_key = GraphKey(OTHER_SIDE.get(key.side, "Bench"), key.step, key.rank)
+    other_key = GraphKey(Side.from_data_source(key.side).other.data_source, key.step, key.rank)
     counterpart = None
     if record.summary.counterpart and graphs.has_graph(db, other_key):
         counterpart = node_data.node(db, other_key, record.summary.counterpart)
-    target, golden = (record, counterpart) if key.side == "NPU" else (counterpart, record)
+    on_target = Side.from_data_source(key.side) is Side.TARGET
+    target, golden = (record, counterpart) if on_target else (counterpart, record)
+    target_side, golden_side = Side.TARGET.data_source, Side.GOLDEN.data_source
     config = db.config()
     rows = present.paired_rows(target, golden)
     stats = {
         side: stats_by_name(
             found.name, node_data.params(db, GraphKey(side, key.step, key.rank), found.name) or []
         )
-        for side, found in (("NPU", target), ("Bench", golden))
+        for side, found in ((target_side, target), (golden_side, golden))
         if found is not None
     }
     ranks = {
@@ -101,18 +102,18 @@ def node(db: GraphDb, key: ExistingGraph, name: NodeName) -> schemas.NodeDetailO
             found.name,
             node_data.rank_stats(db, GraphKey(side, key.step, key.rank), found.summary.node_order),
         )
-        for side, found in (("NPU", target), ("Bench", golden))
+        for side, found in ((target_side, target), (golden_side, golden))
         if found is not None
     }
     for row in rows:
-        for side, fields in (("NPU", row.target), ("Bench", row.golden)):
+        for side, fields in ((target_side, row.target), (golden_side, row.golden)):
             if fields is not None:
                 fields.stats = stats[side].get(fields.name)
                 fields.ranks = ranks[side].get(fields.name)
     reference_golden = attach_reference(db, key, target.name if target else None, rows)  # -nr
     return schemas.NodeDetailOut(
-        target=present.side_out(target, "NPU", config) if target else None,
-        golden=present.side_out(golden, "Bench", config) if golden else None,
+        target=present.side_out(target, target_side, config) if target else None,
+        golden=present.side_out(golden, golden_side, config) if golden else None,
         rows=rows,
         reference_golden=reference_golden,
     )
@@ -169,14 +170,15 @@ def peers(
     name: NodeName,
     step: Step,
     rank: Rank,
-    side: Annotated[schemas.Side, Query()] = "NPU",
+    side: Annotated[schemas.SideName, Query(description=schemas.SIDE_DESCRIPTION)] = "target",
 ) -> schemas.PeersOut:
     """A communication node's counterparts on other ranks, with their precision and overflow
     as they are now (graphboard's links when the file has them, else msprobe's annotation)."""
-    key = GraphKey(side, step, rank)
+    key = GraphKey(Side.parse(side).data_source, step, rank)
     if not graphs.has_graph(db, key):
         raise NotFound(
-            f"the file has no {side} graph for step {step}, rank {rank}", code="unknown_graph_part"
+            f"the file has no {key.side} graph for step {step}, rank {rank}",
+            code="unknown_graph_part",
         )
     require_node(db, key, name)
     found = peer_links(db, key, name)
@@ -193,7 +195,7 @@ def peers(
                 stored_precision=peer.stored_precision,
                 verdict=peer.verdict,
                 reason=peer.reason,
-                node=present.node_out(peer.node, side, config) if peer.node else None,
+                node=present.node_out(peer.node, key.side, config) if peer.node else None,
             )
             for peer in found.peers
         ],

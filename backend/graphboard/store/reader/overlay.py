@@ -16,7 +16,8 @@ import numpy as np
 
 from graphboard.compare.result import Level, label_of_code, level_of_precision
 from graphboard.errors import StoreError
-from graphboard.graph.model import API_COLLECTION_PREFIX, other_side
+from graphboard.graph.model import API_COLLECTION_PREFIX
+from graphboard.graph.sides import Side
 from graphboard.store import arrays, matches, msprobe_columns
 from graphboard.store.graph_views import VIEWS, GraphKey, GraphView
 from graphboard.store.reader.config import GraphStats
@@ -121,7 +122,7 @@ def _changes(db: VisDb, key: GraphKey) -> list[_Change]:
     """Every node changed since the build: re-matched in msprobe's viewer, then graphboard's overlay."""
     changes: list[_Change] = []
     if db.source is Source.GRAPHBOARD:
-        other = other_side(key.side)
+        other = Side.from_data_source(key.side).other.data_source
         for order, precision, link, input_text, output_text in db.conn.execute(
             "SELECT node_order, precision_index, matched_node_link, input_data, output_data "
             "FROM main.tb_nodes "

@@ -1,7 +1,7 @@
 """A node's summary (a tree row): its ``tb_nodes`` row joined with the graph's columns.
 
 Rows are read with msprobe's own indexes on (step, rank, data_source, ...); names of the few
-other nodes a summary shows (its worst descendant, its partner) are looked up by node_order
+other nodes a summary shows (its worst descendant, its counterpart) are looked up by node_order
 without loading every name of a big graph.
 """
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graphboard.compare.result import label_of_code
-from graphboard.graph.model import other_side
+from graphboard.graph.sides import Side
 from graphboard.store import arrays
 from graphboard.store.graph_views import GraphKey, GraphView
 from graphboard.store.reader.graphs import has_graph
@@ -73,7 +73,7 @@ def summaries_of_rows(
     view = ruled_view(db, key, rules)
     other: GraphView | None = None
     if view.compared:
-        other_key = GraphKey(other_side(key.side), key.step, key.rank)
+        other_key = GraphKey(Side.from_data_source(key.side).other.data_source, key.step, key.rank)
         if has_graph(db, other_key):
             other = ruled_view(db, other_key, rules)
     orders = [int(row[3]) for row in rows]
