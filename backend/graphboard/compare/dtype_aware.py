@@ -116,9 +116,28 @@ MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
 MSG_MD5 = "not judged: md5 mode holds checksums, no numbers to set against a noise band"
 MSG_WITHIN = "pass: d {d:.3g} within the band {band:.3g} its inputs and own rounding explain"
 MSG_BEYOND = "error: d {d:.3g} beyond the band {band:.3g} its inputs and own rounding explain"
+MSG_PEERS = (
+    "warning: d {d:.3g} beyond the band {band:.3g} this rank's inputs explain: a collective's "
+    "output also holds other ranks' inputs, which come from outside this rank's dump (the "
+    "cross-rank links check them), not an error this op introduces"
+)
 MSG_CARRIED = "carried in by an input"
 MSG_INPUT = "input: d {d:.3g} against its own roundoff {band:.3g}"
 MSG_WEIGHT = "error: a parameter differs by d {d:.3g}, beyond the {band:.3g} its rounding explains"
+
+
+# msprobe names torch.distributed's calls ``Distributed.<api>.<n>.<direction>``. Every one
+# that returns data returns what the group sent it (a reduction of every member's input, a
+# gathered or broadcast tensor, a received one); a point-to-point send returns nothing of
+# another rank's.
+_COLLECTIVE_PREFIX = "Distributed."
+_SENDS_ONLY = frozenset({"send", "isend"})
+
+
+def takes_other_ranks(node_name: str) -> bool:
+    """Whether the node is a communication op whose outputs hold other ranks' inputs, which
+    no input of its own record explains (docs/dtype-aware.md, "Collectives")."""
+    return node_name.startswith(_COLLECTIVE_PREFIX) and api_name(node_name) not in _SENDS_ONLY
 
 
 def _finite_pair(param: Param) -> bool:
@@ -228,6 +247,7 @@ def judge_node(
     else:
         (family, bound), reducing = family_of(name), Family.DEFAULT
     sensitive_op = family is not Family.DEFAULT or reducing is not Family.DEFAULT
+    from_peers = takes_other_ranks(node_name)
     entries: list[_Entry] = []
     # (row, d, roundoff, the reference's d), after the inputs
     outputs: list[tuple[ParamRow, float, float, float | None]] = []
@@ -386,6 +406,8 @@ def judge_node(
                 within = difference / band
             if explain:
                 entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
+        elif from_peers:  # the rest may be other ranks' difference: not this op's own
+            entries.append((row, True, Verdict.WARNING, difference, band, MSG_PEERS, False))
         else:
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
     found = _node_of(entries, input_difference, largest_output, carried, explain, within)
