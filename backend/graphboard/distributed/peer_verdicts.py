@@ -101,7 +101,12 @@ def judge_with_peers(
             if verdict is None or not any(p.why in _BY_PEERS for p in verdict.params):
                 continue
             graph_id = f"{node.side}_{node.step}_{node.rank}"
-            kept.setdefault(graph_id, {})[node.name] = list(inputs)
+            kept.setdefault(graph_id, {})[node.name] = list(inputs)  # the panel's band
+            deciding = verdict.deciding
+            if verdict.introduced and (deciding is None or deciding.why != MSG_PEERS_BEYOND):
+                # judged again without the graph's facts (dtype_explain.py): an error of
+                # another parameter is not this stage's to make
+                continue
             changed.setdefault(graph_id, []).append((node.order, verdict))
     for graph_id, verdicts in changed.items():
         _write(conn, graph_id, verdicts)
