@@ -22,6 +22,7 @@ from graphboard.compare.dtype_noise import (
     statistics_difference,
     value_of,
 )
+from graphboard.compare.dtype_peers import PeerInputs, peer_band
 from graphboard.compare.dtype_sensitivity import MARGIN as MARGIN
 from graphboard.compare.dtype_sensitivity import OWN_ROUNDINGS as OWN_ROUNDINGS
 from graphboard.compare.dtype_sensitivity import (
@@ -116,9 +117,36 @@ MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
 MSG_MD5 = "not judged: md5 mode holds checksums, no numbers to set against a noise band"
 MSG_WITHIN = "pass: d {d:.3g} within the band {band:.3g} its inputs and own rounding explain"
 MSG_BEYOND = "error: d {d:.3g} beyond the band {band:.3g} its inputs and own rounding explain"
+MSG_PEERS = (
+    "warning: d {d:.3g} beyond the band {band:.3g} this rank's inputs explain: a collective's "
+    "output also holds other ranks' inputs, which come from outside this rank's dump (the "
+    "cross-rank links check them), not an error this op introduces"
+)
+MSG_PEERS_WITHIN = (
+    "pass: d {d:.3g} within the band {band:.3g} its group's inputs on every rank and the "
+    "reduction's rounding explain"
+)
+MSG_PEERS_BEYOND = (
+    "error: d {d:.3g} beyond the band {band:.3g} its group's inputs on every rank and the "
+    "reduction's rounding explain: the communication itself changed the data"
+)
 MSG_CARRIED = "carried in by an input"
 MSG_INPUT = "input: d {d:.3g} against its own roundoff {band:.3g}"
 MSG_WEIGHT = "error: a parameter differs by d {d:.3g}, beyond the {band:.3g} its rounding explains"
+
+
+# msprobe names torch.distributed's calls ``Distributed.<api>.<n>.<direction>``. Every one
+# that returns data returns what the group sent it (a reduction of every member's input, a
+# gathered or broadcast tensor, a received one); a point-to-point send returns nothing of
+# another rank's.
+_COLLECTIVE_PREFIX = "Distributed."
+_SENDS_ONLY = frozenset({"send", "isend"})
+
+
+def takes_other_ranks(node_name: str) -> bool:
+    """Whether the node is a communication op whose outputs hold other ranks' inputs, which
+    no input of its own record explains (docs/dtype-aware.md, "Collectives")."""
+    return node_name.startswith(_COLLECTIVE_PREFIX) and api_name(node_name) not in _SENDS_ONLY
 
 
 def _finite_pair(param: Param) -> bool:
@@ -188,6 +216,7 @@ def judge_node(
     upstream: float = 0.0,
     eager: bool = False,
     reference: three_way.NodeNoise | None = None,
+    peers: PeerInputs | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
@@ -208,7 +237,9 @@ def judge_node(
     (compare/noise_reference.py): where given, a parameter is judged against that measured
     noise instead of the modelled band, the node's input and output differences are those
     beyond the reference's, and an argument the reference passed as the target did is no
-    error."""
+    error. ``peers``: a collective's inputs on every rank of its call, where the file links
+    them (compare/dtype_peers.py): an output its own inputs do not explain is judged against
+    the band they give, not left a warning."""
     if not rows:
         return None
     if reference is not None:
@@ -228,6 +259,7 @@ def judge_node(
     else:
         (family, bound), reducing = family_of(name), Family.DEFAULT
     sensitive_op = family is not Family.DEFAULT or reducing is not Family.DEFAULT
+    from_peers = takes_other_ranks(node_name)
     entries: list[_Entry] = []
     # (row, d, roundoff, the reference's d), after the inputs
     outputs: list[tuple[ParamRow, float, float, float | None]] = []
@@ -386,6 +418,20 @@ def judge_node(
                 within = difference / band
             if explain:
                 entries.append((row, True, Verdict.PASS, difference, band, MSG_WITHIN, False))
+        elif from_peers:  # the rest may be other ranks' difference: not this op's own
+            assert row.target is not None and row.golden is not None
+            group = peer_band(peers, row.target, row.golden, roundoff) if peers else None
+            if group is None:  # the other ranks' inputs are not in the file
+                entries.append((row, True, Verdict.WARNING, difference, band, MSG_PEERS, False))
+            elif difference <= group:
+                if difference > within * group:
+                    within = difference / group
+                if explain:
+                    why = MSG_PEERS_WITHIN
+                    entries.append((row, True, Verdict.PASS, difference, group, why, False))
+            else:
+                why = MSG_PEERS_BEYOND
+                entries.append((row, True, Verdict.ERROR, difference, group, why, True))
         else:
             entries.append((row, True, Verdict.ERROR, difference, band, MSG_BEYOND, True))
     found = _node_of(entries, input_difference, largest_output, carried, explain, within)

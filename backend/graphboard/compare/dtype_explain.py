@@ -13,6 +13,7 @@ from __future__ import annotations
 from graphboard.compare import metrics
 from graphboard.compare.dtype_aware import NodeVerdict, judge_node
 from graphboard.compare.dtype_graph import read_unseen
+from graphboard.compare.dtype_peers import PeerInputs
 from graphboard.compare.dtype_sensitivity import derivative_condition
 from graphboard.compare.engine import pair_params
 from graphboard.compare.noise_reference import NodeNoise
@@ -37,11 +38,14 @@ def explain_node(
     twin: tuple[str, list[Param], list[Param]] | None = None,
     reference: NodeNoise | None = None,
     twin_reference: NodeNoise | None = None,
+    peers: PeerInputs | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one pair, with its parameters; ``twin``: a backward node's
     forward twin (name, target and golden parameters), whose tensors it reads unseen;
     ``reference``, ``twin_reference``: a noise reference's measured d per parameter key of
-    the node and of its twin (compare/noise_reference.py), as the build judged them."""
+    the node and of its twin (compare/noise_reference.py), as the build judged them;
+    ``peers``: a collective's group inputs on every rank (compare/dtype_peers.py), where the
+    build linked them."""
     judged_mode = DataMode.SUMMARY if mode is DataMode.TENSOR else mode
     hidden = 0.0
     if twin is not None:
@@ -50,4 +54,5 @@ def explain_node(
         if found is not None:
             condition = derivative_condition(api_name(name))
             hidden = read_unseen(found) + (condition - 1.0) * found.input_difference
-    return judge_node(name, scored_rows(target, golden), judged_mode, hidden, reference=reference)
+    rows = scored_rows(target, golden)
+    return judge_node(name, rows, judged_mode, hidden, reference=reference, peers=peers)

@@ -13,6 +13,7 @@ from graphboard.distributed.collectives import link_collectives
 from graphboard.distributed.context import PairingContext, StepKey
 from graphboard.distributed.model import CommNode, LinkSummary
 from graphboard.distributed.p2p import link_p2p
+from graphboard.distributed.peer_verdicts import sources_of
 from graphboard.distributed.tables import build_tables
 from graphboard.store.links import write_links
 from graphboard.topology import build_topologies, topology_tables
@@ -63,7 +64,7 @@ def link_ranks(
     counts = counter.as_dict(len(calls), tables)
     counts["topology"] = topology
     counts["seconds"] = clock.seconds()
-    return LinkSummary(warnings=ctx.warnings.all(), counts=counts)
+    return LinkSummary(ctx.warnings.all(), counts, sources_of(ctx, calls))
 
 
 class _Stages:

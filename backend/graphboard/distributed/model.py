@@ -31,6 +31,8 @@ class CommNode:
 class LinkSummary:
     warnings: list[str] = field(default_factory=list)
     counts: dict[str, Any] = field(default_factory=dict)
+    # id(target CommNode) -> the calls its output is made of (distributed/peer_verdicts.py)
+    peer_sources: dict[int, list[CommNode]] = field(default_factory=dict)
 
 
 def collect_comm_nodes(graph: Graph) -> list[CommNode]:

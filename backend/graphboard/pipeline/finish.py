@@ -15,6 +15,7 @@ from graphboard import __version__
 from graphboard.compare.colors import node_colors, tool_tips
 from graphboard.compare.result import DataMode
 from graphboard.distributed import link_ranks
+from graphboard.distributed.peer_verdicts import META_KEY, judge_with_peers
 from graphboard.errors import CompareError
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
 from graphboard.pipeline import output
@@ -47,16 +48,24 @@ def finish_build(
         conn = _merged(parts, temp)
         clock.lap("merge parts")
         sides = (TARGET_SIDE, GOLDEN_SIDE) if options.compare else (TARGET_SIDE,)
-        link_summary = link_ranks(
-            conn,
-            # merged graphs are replicas, not ranks: no cross-rank links, as msprobe
+        # merged graphs are replicas, not ranks: no cross-rank links, as msprobe
+        comm_nodes = (
             [node for result in results for node in result.comm_nodes]
             if options.parallel is None
-            else [],
+            else []
+        )
+        link_summary = link_ranks(
+            conn,
+            comm_nodes,
             options.overflow_check,
             dumped=[(side, result.step, result.rank) for result in results for side in sides],
         )
         clock.lap("link ranks")
+        peers: dict[str, Any] = {}
+        if options.compare and mode is not None and options.noise_reference is None:
+            # collectives judged from their group's inputs on every rank, now linked
+            peers = judge_with_peers(conn, comm_nodes, link_summary.peer_sources, mode)
+            clock.lap("collectives from their peers")
         warnings = [*plan.warnings, *link_summary.warnings]
         for result in results:
             warnings.extend(result.warnings)
@@ -79,6 +88,8 @@ def finish_build(
             if result.match is not None
         }
         meta = _meta(plan, config, mode, steps, ranks, match, link_summary.counts, warnings)
+        if peers:
+            meta[META_KEY] = peers
         meta["timings"] = {
             "tasks": {f"{result.step}/{result.rank}": result.timings for result in results},
             "finish": clock.stages,

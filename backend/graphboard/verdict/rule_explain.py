@@ -6,6 +6,7 @@ from __future__ import annotations
 from graphboard.compare.dtype_aware import NodeVerdict
 from graphboard.compare.dtype_explain import explain_node
 from graphboard.compare.dtype_graph import forward_twin
+from graphboard.distributed.peer_verdicts import META_KEY, stored_peers
 from graphboard.graph.model import GOLDEN_SIDE
 from graphboard.store.reader import GraphKey, VisDb, graphs, node_data, summaries
 from graphboard.store.reference_table import reference_noise
@@ -43,6 +44,7 @@ def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
         twin,
         reference_noise(db.conn, key.graph_id, name),
         twin_reference,
+        stored_peers({META_KEY: graphs.meta(db).get(META_KEY)}, key.graph_id, name),
     )
 
 
