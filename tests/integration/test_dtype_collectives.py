@@ -20,13 +20,13 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from collective_gloo_script import WORLD_SIZE, run_rank
+from graphboard.server.rule_explain import explain_stored
 
 from fixture_cases import fixture_path
 from graphboard.compare.dtype_aware import MSG_PEERS, MSG_PEERS_BEYOND, MSG_PEERS_WITHIN
 from graphboard.compare.result import Level
 from graphboard.distributed.peer_verdicts import META_KEY
 from graphboard.pipeline import BuildOptions, run_build
-from graphboard.server.rule_explain import explain_stored
 from graphboard.store.reader import GraphKey, graphs, open_vis_db, search, tree
 
 RULES = "dtype-aware"
