@@ -14,12 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from comm_dumps import CommDump, record, reduce_op, tensor
-from graphboard.server.rule_explain import explain_stored
 
 from graphboard.compare.dtype_aware import MSG_PEERS_BEYOND, MSG_PEERS_WITHIN, MSG_WITHIN
 from graphboard.compare.result import Level
 from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store.reader import GraphKey, open_vis_db, search
+from graphboard.verdict.rule_explain import explain_stored
 
 CARRIED, CORRUPTED = "Distributed.all_reduce.0.forward", "Distributed.all_reduce.1.forward"
 

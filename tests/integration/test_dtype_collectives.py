@@ -20,7 +20,6 @@ import pytest
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from collective_gloo_script import WORLD_SIZE, run_rank
-from graphboard.server.rule_explain import explain_stored
 
 from fixture_cases import fixture_path
 from graphboard.compare.dtype_aware import MSG_PEERS, MSG_PEERS_BEYOND, MSG_PEERS_WITHIN
@@ -28,6 +27,7 @@ from graphboard.compare.result import Level
 from graphboard.distributed.peer_verdicts import META_KEY
 from graphboard.pipeline import BuildOptions, run_build
 from graphboard.store.reader import GraphKey, graphs, open_vis_db, search, tree
+from graphboard.verdict.rule_explain import explain_stored
 
 RULES = "dtype-aware"
 GRAPHS = [(step, rank) for step in (0, 1) for rank in (0, 1)]
