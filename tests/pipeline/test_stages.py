@@ -123,7 +123,7 @@ def test_each_stage_called_alone_gives_the_rows_the_build_writes(tmp_path: Path,
     root = fixture_path(case)
     options = BuildOptions(target=root / "target", golden=root / "golden", output_dir=tmp_path)
     task = plan_build(options).tasks[0]
-    target_side, golden_side = stages.Side.target_of(task), stages.Side.golden_of(task)
+    target_side, golden_side = stages.TaskSide.target_of(task), stages.TaskSide.golden_of(task)
     assert golden_side is not None
     target = stages.hierarchy(target_side, stages.read(target_side.dump))
     golden = stages.hierarchy(golden_side, stages.read(golden_side.dump))
@@ -152,7 +152,7 @@ def _first_difference(
 def test_the_write_stage_writes_a_graphs_rows_and_stacks(tmp_path: Path) -> None:
     root = fixture_path("convnet-stats")
     options = BuildOptions(target=root / "target", output_dir=tmp_path)
-    side = stages.Side.target_of(plan_build(options).tasks[0])
+    side = stages.TaskSide.target_of(plan_build(options).tasks[0])
     graph = stages.hierarchy(side, stages.read(side.dump))
     assert stages.write_part(tmp_path / "part.db", True, [(graph, None)], None) == (
         tmp_path / "part.db"

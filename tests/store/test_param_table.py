@@ -15,7 +15,7 @@ from fixture_cases import fixture_path, reference_db
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph
 from graphboard.pipeline import BuildOptions, plan_build, run_build
-from graphboard.pipeline.stages import Side, hierarchy, read
+from graphboard.pipeline.stages import TaskSide, hierarchy, read
 from graphboard.store import param_parse, param_table
 from graphboard.store.reader import GraphKey, Source, VisDb, node_data, open_vis_db, summaries
 
@@ -58,7 +58,7 @@ def assert_same_params(found: list[Param], expected: list[Param], where: str) ->
 def _builder_graphs(options: BuildOptions) -> list[Graph]:
     graphs = []
     for task in plan_build(options).tasks:
-        for side in (Side.target_of(task), Side.golden_of(task)):
+        for side in (TaskSide.target_of(task), TaskSide.golden_of(task)):
             if side is not None:
                 graphs.append(hierarchy(side, read(side.dump)))
     return graphs

@@ -32,7 +32,7 @@ from graphboard.store.sink import open_sink
 
 
 @dataclass(frozen=True, slots=True)
-class Side:
+class TaskSide:
     """One side of a task: its rank folder, and the label msprobe's format gives its rows."""
 
     dump: RankDir
@@ -41,11 +41,11 @@ class Side:
     rank: int
 
     @classmethod
-    def target_of(cls, task: Task) -> Side:
+    def target_of(cls, task: Task) -> TaskSide:
         return cls(task.target, TARGET_SIDE, task.step, task.rank)
 
     @classmethod
-    def golden_of(cls, task: Task) -> Side | None:
+    def golden_of(cls, task: Task) -> TaskSide | None:
         return None if task.golden is None else cls(task.golden, GOLDEN_SIDE, task.step, task.rank)
 
 
@@ -54,7 +54,7 @@ def read(folder: RankDir) -> DumpRecords:
     return read_records(folder)
 
 
-def hierarchy(side: Side, records: DumpRecords) -> Graph:
+def hierarchy(side: TaskSide, records: DumpRecords) -> Graph:
     """The side's module hierarchy (construct.json, stack.json) with its records attached."""
     graph = build_graph(side.dump, side.label, records)
     graph.step, graph.rank = side.step, side.rank

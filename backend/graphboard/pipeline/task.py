@@ -19,7 +19,7 @@ from graphboard.graph.model import TARGET_SIDE, Graph
 from graphboard.merge.stage import merged_sides
 from graphboard.pipeline import stages
 from graphboard.pipeline.options import BuildOptions, Task, TaskResult
-from graphboard.pipeline.stages import Side
+from graphboard.pipeline.stages import TaskSide
 from graphboard.progress import Stopwatch
 
 Reader = Callable[[RankDir], DumpRecords]
@@ -40,7 +40,7 @@ def run_task(
     the timings then saying they waited for it."""
     started = time.perf_counter()
     clock = Stopwatch()
-    target_side, golden_side = Side.target_of(task), Side.golden_of(task)
+    target_side, golden_side = TaskSide.target_of(task), TaskSide.golden_of(task)
     golden: Graph | None = None
     if task.merge is not None:  # a merged replica: its ranks read and merged into one
         target, golden = merged_sides(task.merge, read)
@@ -53,7 +53,7 @@ def run_task(
             clock.lap("wait for and build golden" if read_aside else "read golden")
     noise = None
     if task.reference is not None and golden is not None:  # -nr: measured before matching
-        reference_side = Side(task.reference, TARGET_SIDE, task.step, task.rank)
+        reference_side = TaskSide(task.reference, TARGET_SIDE, task.step, task.rank)
         reference = stages.hierarchy(reference_side, read(reference_side.dump))
         noise = stages.measure_reference(reference, golden, options)
         reference.release()

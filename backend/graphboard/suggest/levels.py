@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol
 
-from graphboard.suggest.sides import Side
+from graphboard.suggest.sides import SideArrays
 
 STRONG = 0.7  # a pair one level apart needs more than a pair in place
 
@@ -21,12 +21,12 @@ class _Walk(Protocol):
     """What this module reads and calls of the proposal walk (proposals.py), which calls it:
     named here so the walk's module and this one do not import each other."""
 
-    t: Side
-    g: Side
+    t: SideArrays
+    g: SideArrays
     proposed: dict[int, int]  # target order -> golden order
     taken: dict[int, int]  # golden order -> the target order proposed for it
 
-    def grey(self, side: Side, parent: int, taken: Collection[int]) -> list[int]: ...
+    def grey(self, side: SideArrays, parent: int, taken: Collection[int]) -> list[int]: ...
 
     def pair_lists(
         self,

@@ -17,7 +17,7 @@ from graphboard.suggest.features import Features, features
 from graphboard.suggest.levels import one_level_apart
 from graphboard.suggest.results import Fused, Proposals, Suggestion
 from graphboard.suggest.score import Position, Scored, score
-from graphboard.suggest.sides import Side, load_side
+from graphboard.suggest.sides import SideArrays, load_side
 
 _REASONS_SHOWN = 4
 _VIRTUAL = -1  # the parent of the roots
@@ -26,7 +26,9 @@ _VIRTUAL = -1  # the parent of the roots
 class _Walk:
     """The state of one (step, rank)'s proposal walk."""
 
-    def __init__(self, target: Side, golden: Side, rejected: Collection[tuple[str, str]]):
+    def __init__(
+        self, target: SideArrays, golden: SideArrays, rejected: Collection[tuple[str, str]]
+    ):
         self.t, self.g = target, golden
         self.rejected = rejected
         self.proposed: dict[int, int] = {}  # target order -> golden order
@@ -38,7 +40,7 @@ class _Walk:
         self.fused: list[tuple[tuple[int, ...], tuple[int, ...], float, str]] = []
         self.matched_parents: set[int] = set()  # target orders paired before the walk
 
-    def feature(self, side: Side, order: int) -> Features:
+    def feature(self, side: SideArrays, order: int) -> Features:
         key = (side.key.side, order)
         found = self._features.get(key)
         if found is None:
@@ -51,11 +53,11 @@ class _Walk:
             self._features[key] = found
         return found
 
-    def grey(self, side: Side, parent: int, taken: Collection[int]) -> list[int]:
+    def grey(self, side: SideArrays, parent: int, taken: Collection[int]) -> list[int]:
         children = side.roots if parent == _VIRTUAL else side.children[parent]
         return [c for c in children if side.matched[c] != 1 and c not in taken]
 
-    def _buckets(self, side: Side, orders: list[int]) -> dict[tuple[int, str], list[int]]:
+    def _buckets(self, side: SideArrays, orders: list[int]) -> dict[tuple[int, str], list[int]]:
         buckets: dict[tuple[int, str], list[int]] = defaultdict(list)
         for order in orders:
             buckets[self.feature(side, order).bucket].append(order)
@@ -217,7 +219,7 @@ def _label_ranks(labels: list[str]) -> list[tuple[int, int]]:
     return [(rank, counts[label]) for rank, label in zip(ranks, labels, strict=True)]
 
 
-def _starts(target: Side) -> list[tuple[int, int, float]]:
+def _starts(target: SideArrays) -> list[tuple[int, int, float]]:
     """The roots, then every matched pair with a grey child (any pair the build or a user made)."""
     starts = [(_VIRTUAL, _VIRTUAL, 1.0)]
     for order, children in enumerate(target.children):
@@ -227,7 +229,7 @@ def _starts(target: Side) -> list[tuple[int, int, float]]:
     return starts
 
 
-def _under(side: Side, order: int, top: int) -> bool:
+def _under(side: SideArrays, order: int, top: int) -> bool:
     while order >= 0:
         if order == top:
             return True
@@ -255,7 +257,7 @@ def propose(
     return _named(walk, _keep(db, target, under))
 
 
-def _keep(db: VisDb, target: Side, under: str | None) -> Callable[[int], bool]:
+def _keep(db: VisDb, target: SideArrays, under: str | None) -> Callable[[int], bool]:
     if under is None:
         return lambda order: True
     top = node_data.orders_of_names(db, target.key, [under]).get(under, -2)

@@ -16,7 +16,10 @@ from graphboard.store.reader import GraphKey, VisDb, node_data, overlay
 
 
 @dataclass(slots=True)
-class Side:
+class SideArrays:
+    """One side's graph as the proposals read it: names, tree and pairing as arrays by
+    node_order (graph.sides.Side is the side itself)."""
+
     key: GraphKey
     names: Sequence[str]
     parent: npt.NDArray[np.int32]
@@ -32,7 +35,7 @@ class Side:
         return len(self.names)
 
 
-def load_side(db: VisDb, key: GraphKey) -> Side:
+def load_side(db: VisDb, key: GraphKey) -> SideArrays:
     """The side's columns with users' matches applied (the reader's view), each node's type
     and the parameters of every unmatched node (one bulk read)."""
     view = overlay.graph_view(db, key)
@@ -63,7 +66,7 @@ def load_side(db: VisDb, key: GraphKey) -> Side:
             descendants[up] += descendants[order] + 1
     matched = np.asarray(columns["matched"], dtype=np.int8)
     unmatched = np.flatnonzero(matched != 1).tolist()
-    return Side(
+    return SideArrays(
         key=key,
         names=names,
         parent=parent,
