@@ -41,13 +41,16 @@ def client(
         yield test_client
 
 
-def test_files_report_and_heatmap(client: TestClient) -> None:
+def test_files_report_and_heatmap(client: TestClient, monitor_runs: MonitorRuns) -> None:
     files = client.get("/api/monitor").json()["files"]
     assert [f["id"] for f in files] == ["runs/scale"] and files[0]["size"] > 0
     answer = client.get("/api/monitor/runs/scale/report").json()
     first = answer["report"]["first_departure"]
     assert (first["step"], first["module"], first["metric"]) == (FAULT_STEP, "blocks.2.mlp", "actv")
     assert answer["statistics"] == ["norm", "min", "max", "mean"]
+    # the runs lie outside the data dir: the answer names their folders, not the server's paths
+    shown = (answer["report"]["target"], answer["report"]["golden"])
+    assert shown == (monitor_runs.one_rank("scale").name, monitor_runs.one_rank("golden").name)
     grid = client.get(
         "/api/monitor/runs/scale/heatmap",
         params={"metric": "actv", "statistic": "norm", "side": "score", "rank": 0},

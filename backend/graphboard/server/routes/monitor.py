@@ -190,17 +190,33 @@ def get_graphs(db: MonitorDb, settings: SettingsDep) -> JSONResponse:
     )
 
 
+def _shown_run(source: object, data_dir: Path) -> object:
+    """A run's folder as a reader of the API sees it: relative to the data dir, or only its
+    name when it lies outside (the file keeps the absolute path, which the link rule needs;
+    the server's layout beyond its data dir, an upload's folder among them, is not shown)."""
+    if not isinstance(source, str) or not Path(source).is_absolute():
+        return source
+    path = Path(source)
+    try:
+        return path.relative_to(data_dir).as_posix()
+    except ValueError:
+        return path.name
+
+
 @router.get("/{file:path}/report", summary="The comparison's report and its series")
-def get_report(db: MonitorDb) -> JSONResponse:
-    return _answer(
-        _guarded(
-            lambda: {
-                "report": views.report(db),
-                "statistics": views.statistics(db),
-                "series": views.series(db),
-            }
-        )
-    )
+def get_report(db: MonitorDb, settings: SettingsDep) -> JSONResponse:
+    def answer() -> dict[str, object]:
+        report = views.report(db)
+        data_dir = settings.data_root
+        for side in ("target", "golden"):
+            report[side] = _shown_run(report.get(side), data_dir)
+        return {
+            "report": report,
+            "statistics": views.statistics(db),
+            "series": views.series(db),
+        }
+
+    return _answer(_guarded(answer))
 
 
 @router.get("/{file:path}/heatmap", summary="One metric's targets x steps on one rank")
