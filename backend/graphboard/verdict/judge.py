@@ -51,17 +51,8 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
 
 
 def _diagnosis(db: VisDb, rules: str) -> models.DiagnosisOut:
-    found = diagnose(db, rules=rules)
-    return models.DiagnosisOut(
-        kind=found.kind,
-        found=found.found,
-        summary=found.summary,
-        step=found.step,
-        rank=found.rank,
-        node=found.node,
-        node_class=found.node_class,
-        advice=found.advice,
-    )
+    # the answer's fields the verdict shows, read off the diagnosis by name
+    return models.DiagnosisOut.model_validate(diagnose(db, rules=rules), from_attributes=True)
 
 
 def verdict(
