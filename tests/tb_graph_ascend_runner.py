@@ -102,7 +102,8 @@ class TbGraphAscend:
         raise AssertionError(f"tensorboard did not answer in {START_TIMEOUT:.0f} s:\n{self.log()}")
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:  # still running
+            self._log.flush()
         return (self.logdir.parent / f"tensorboard-{self.port}.log").read_text()[-3000:]
 
     def stop(self) -> None:
@@ -136,10 +137,13 @@ class TbGraphAscend:
         shutil.copyfile(db, folder / db.name)
         for made in (folder, folder / db.name):
             _not_writable_by_others(made)
-        tag = db.name[: -len(DB_SUFFIX)]
+        return self.load(run, db.name[: -len(DB_SUFFIX)], rank, step)
+
+    def load(self, run: str, tag: str, rank: int = 0, step: int = 0) -> OpenGraph:
+        """Load ``<logdir>/<run>/<tag>.vis.db``, already in place, as the viewer does."""
         listing = json.loads(self._get("/load_meta_dir"))
         if listing.get("error") or listing["data"].get(run) != {"type": "db", "tags": [tag]}:
-            raise PluginError(f"load_meta_dir does not list {run}/{db.name}: {listing}")
+            raise PluginError(f"load_meta_dir does not list {run}/{tag}{DB_SUFFIX}: {listing}")
         # tb-graph-ascend 8.3.2's loadGraphData answers the bare word "success" (it hands
         # werkzeug a dict, which sends its keys); the copy bundled with msprobe sends the JSON.
         loaded = self._get(f"/loadGraphData?run={run}&tag={tag}&type=db&lang=en")
@@ -185,6 +189,24 @@ class OpenGraph:
         compare)."""
         listed: dict[str, Any] = self.board._post("/loadGraphAllNodeList", {"metaData": self.meta})
         return listed
+
+    def add_match(self, target: str, golden: str) -> dict[str, Any]:
+        """The plugin's match of two nodes (its "match" button), which it writes into
+        tb_nodes at once: the plugin's whole answer, ``success`` true or false."""
+        return self._write("/addMatchNodes", target, golden, "isMatchChildren")
+
+    def delete_match(self, target: str, golden: str) -> dict[str, Any]:
+        """The plugin's unmatch of two nodes it holds as matched (its "unmatch" button)."""
+        return self._write("/deleteMatchNodes", target, golden, "isUnMatchChildren")
+
+    def _write(self, route: str, target: str, golden: str, children: str) -> dict[str, Any]:
+        body = {"metaData": self.meta, "npuNodeName": target, "benchNodeName": golden}
+        request = urllib.request.Request(
+            self.board._base + route, data=json.dumps({**body, children: False}).encode()
+        )
+        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT) as answer:
+            reply: dict[str, Any] = json.loads(answer.read())
+        return reply
 
     def search_by_precision(self, bands: list[list[float]]) -> list[str]:
         """The leaf target nodes whose precision_index lies in one of ``bands`` (the plugin's

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
@@ -40,6 +42,7 @@ from graphboard.store.reader import (
 )
 from graphboard.suggest.rejections import reject
 from renamed_dumps import renamed_compare
+from tb_graph_ascend_runner import OpenGraph, TbGraphAscend
 
 CLIENT = Path(__file__).parents[1] / "concurrent_writers.py"
 OPERATIONS = 60  # per client: 4 clients, 240 writes and reads, and the commands' imports
@@ -256,3 +259,147 @@ def test_a_writer_held_off_past_the_busy_wait_gets_409_busy(
     kept = other.execute("SELECT target FROM gb_suggest_rejections").fetchall()
     other.close()
     assert kept == [(target_names[0],)]
+
+
+PLUGIN_OPERATIONS = 120  # the plugin's matches and unmatches, beside the server's clients'
+
+
+def _plugin_writes(
+    graph: OpenGraph, pairs: list[tuple[str, str]], seed: int
+) -> tuple[list[str], int]:
+    """tb_graph_ascend's viewer matching and unmatching, in a random order (seeded), then
+    unmatching every pair it added: its own undo. The plugin also pairs each node's forward or
+    backward counterpart, so what it added is read from its answers (its list of matched
+    nodes, against the one it loaded). Returns the answers no writer should get (a failed
+    database update, which is how the plugin reports a locked or damaged file; a refusal
+    such as "cannot be matched" is an ordinary answer) and how many writes went through."""
+    chosen = random.Random(seed)
+    loaded = dict(graph.node_list()["npuMatchNodes"])  # the viewer loads it first
+    matched = dict(loaded)
+    bad: list[str] = []
+    written = 0
+
+    def write(kind: str, pair: tuple[str, str]) -> bool:
+        nonlocal written
+        answer = (graph.add_match if kind == "add" else graph.delete_match)(*pair)
+        if answer.get("success"):
+            written += 1
+            matched.clear()
+            matched.update(answer["data"]["npuMatchNodes"])
+        elif "atabase" in str(answer.get("error")):
+            bad.append(f"{kind} {pair}: {answer}")
+        return bool(answer.get("success"))
+
+    def added() -> list[tuple[str, str]]:
+        return sorted(pair for pair in matched.items() if loaded.get(pair[0]) != pair[1])
+
+    for _ in range(PLUGIN_OPERATIONS):
+        if added() and chosen.random() < 0.4:
+            write("delete", chosen.choice(added()))
+        else:
+            write("add", chosen.choice(pairs))
+    while added():
+        pair = added()[0]
+        if not write("delete", pair):
+            bad.append(f"the plugin could not take back its own match {pair}")
+            break
+    return bad, written
+
+
+def _the_server_reads_what_the_plugin_wrote(
+    graph: OpenGraph, pairs: list[tuple[str, str]], port: int
+) -> None:
+    """A pair the plugin matched is the server's next answer for that node, while the write
+    still sits in the plugin's WAL (it never checkpoints while it runs); the plugin's own
+    unmatch is seen the same way."""
+    pair = next(pair for pair in pairs if graph.add_match(*pair).get("success"))
+
+    def counterpart() -> str | None:
+        answer = httpx.get(
+            f"http://127.0.0.1:{port}/api/graphs/run/node",
+            params={"side": "target", "step": 0, "rank": 0, "name": pair[0]},
+            timeout=60,
+        )
+        golden = answer.raise_for_status().json()["golden"]
+        return golden["node"]["name"] if golden else None
+
+    assert counterpart() == pair[1]
+    assert graph.delete_match(*pair).get("success")
+    assert counterpart() is None
+
+
+def test_a_server_and_tb_graph_ascend_writing_one_file_never_corrupt_it(
+    compare: Path, tmp_path: Path
+) -> None:
+    """msprobe's TensorBoard plugin writes matches into tb_nodes itself, over a connection it
+    keeps open and switches to WAL. With it and a graphboard server writing one file at once
+    (the plugin's logdir run folder is the server's data dir), the file stays whole, every
+    action of each undoes, and together they leave the build's match state."""
+    logdir = tmp_path / "logdir"
+    data = logdir / "run"
+    data.mkdir(parents=True)
+    path = data / "run.vis.db"
+    shutil.copy(compare, path)
+    path.chmod(0o600)
+    before = _match_state(compare, tmp_path / "cache-before")
+    board = TbGraphAscend(logdir)
+    port = free_port()
+    server = serve_process(data, port, GRAPHBOARD_STATE_DIR=str(tmp_path / "state"))
+    token = (tmp_path / "state" / TOKEN_FILE).read_text().strip()
+    try:
+        graph = board.load("run", "run")
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)  # the plugin's
+        conn.close()
+        found = httpx.get(
+            f"http://127.0.0.1:{port}/api/graphs/run/suggestions",
+            params={"step": 0, "rank": 0, "min_confidence": 0},
+            timeout=60,
+        )
+        pairs = [(s["target"], s["golden"]) for s in found.raise_for_status().json()["suggestions"]]
+        assert len(pairs) >= 4, pairs
+        _the_server_reads_what_the_plugin_wrote(graph, pairs, port)
+        clients = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(CLIENT),
+                    f"http://127.0.0.1:{port}",
+                    "run",
+                    str(seed),
+                    str(OPERATIONS),
+                    token,
+                ],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for seed in range(2)
+        ]
+        plugin_bad, plugin_written = _plugin_writes(graph, pairs, seed=7)
+        answers = [json.loads(client.communicate(timeout=300)[0]) for client in clients]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        board.stop()  # closes the plugin's connection: its WAL is checkpointed into the file
+    assert plugin_bad == [], plugin_bad
+    assert plugin_written > PLUGIN_OPERATIONS // 4, plugin_written  # the plugin did write
+    for answer in answers:
+        assert answer["bad"] == []
+        assert answer["statuses"].get("200", 0) > OPERATIONS // 4, answer
+    assert "malformed" not in board.log()
+    _read_everything(path)
+
+    settings = Settings(data_dir=data, state_dir=tmp_path / "state-check")
+    with open_vis_db(path, settings.cache_dir) as db:
+        standing = [a for a in overlay.match_history(db, 0, 0) if a.undone_at is None]
+        assert len(overlay.match_history(db, 0, 0)) >= OPERATIONS // 2  # the server did write
+    undone = 0
+    while True:
+        try:
+            matching.undo(path, settings, 0, 0)
+        except Conflict:
+            break
+        undone += 1
+    assert undone == len(standing)
+    assert _match_state(path, settings.cache_dir) == before
+    _read_everything(path)
