@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import csv
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openpyxl
 import pytest
 
-from fixture_cases import BuildFn
+from fixture_cases import BuildFn, reference_db
 from graphboard.store.reader import open_vis_db
-from graphboard.table import export_xlsx
+from graphboard.table import command, export_xlsx, pages
 from graphboard.table.export_csv import write_csv
 from graphboard.table.export_xlsx import column_letter, write_xlsx
 from graphboard.table.query import select, sort_key
@@ -169,3 +171,51 @@ def test_sorting_by_result_puts_errors_first(stats_table: CompareTable) -> None:
         for row in select(stats_table, sort="Result", descending=True)
     ]
     assert reverse == sorted(shown, key=["pass", "warning", "error"].index)
+
+
+STREAMED = {
+    "ours/convnet-stats": lambda built: built("convnet-stats", overflow_check=True),
+    "ours/convnet-md5": lambda built: built("convnet-md5"),
+    "ours/convnet-tensor": lambda built: built("convnet-tensor"),
+    "msprobe/convnet-stats": lambda _built: reference_db("convnet-stats", "reference-oc"),
+    "msprobe/layer-mapping": lambda _built: reference_db("layer-mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STREAMED))
+def test_the_command_streams_the_whole_tables_file(
+    built: BuildFn, tmp_path: Path, case: str
+) -> None:
+    """``graphboard table`` writes from the row index, a few hundred nodes at a time: the same
+    bytes as the whole table's CSV, and the same cells in its XLSX."""
+    path = STREAMED[case](built)
+    with open_vis_db(path, tmp_path / "cache") as db:
+        whole = build_table(db, 0, 0)
+    write_csv(whole, range(len(whole)), tmp_path / "whole.csv")
+    assert command.export(path, tmp_path / "streamed.csv", None, None) == len(whole)
+    assert (tmp_path / "streamed.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    assert command.export(path, tmp_path / "streamed.xlsx", None, None) == len(whole)
+    sheet = openpyxl.load_workbook(tmp_path / "streamed.xlsx").active
+    rows = sheet.iter_rows(min_row=2, values_only=True)
+    assert [tuple(cell or "" for cell in row) for row in rows] == whole.cells
+
+
+def test_the_command_falls_back_to_the_whole_table_when_the_index_disagrees(
+    built: BuildFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node whose rows are not what the index says, found midway: the part written so far
+    is dropped and the file is written again from the whole table."""
+    path = built("convnet-stats")
+    real = pages.rows_at
+
+    def disagreeing(table: pages.IndexedTable, positions: Any) -> Iterator[Any]:
+        rows = real(table, positions)
+        yield next(rows)
+        raise pages.IndexDisagrees("node x: 3 rows, the index says 2")
+
+    monkeypatch.setattr(command, "rows_at", disagreeing)
+    with open_vis_db(path, tmp_path / "cache") as db:
+        whole = build_table(db, 0, 0)
+    assert command.export(path, tmp_path / "t.csv", None, None) == len(whole)
+    assert [tuple(row) for row in read_csv(tmp_path / "t.csv")[1:]] == whole.cells
+    assert [p.name for p in tmp_path.iterdir() if p.name != "cache"] == ["t.csv"]  # no part
