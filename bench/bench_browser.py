@@ -94,8 +94,8 @@ def graph_id(data_dir: Path) -> str:
 
 FIRST_PAINT_JS = """
 (compare) => new Promise((resolve) => {
-  const ready = () => document.querySelectorAll('#pane-NPU .tree-row[data-name]').length > 0
-    && (!compare || document.querySelectorAll('#pane-Bench .tree-row[data-name]').length > 0);
+  const ready = () => document.querySelectorAll('#pane-target .tree-row[data-name]').length > 0
+    && (!compare || document.querySelectorAll('#pane-golden .tree-row[data-name]').length > 0);
   const check = () => ready()
     ? requestAnimationFrame(() => resolve(performance.now()))  // the frame with the rows
     : requestAnimationFrame(check);
@@ -105,8 +105,8 @@ FIRST_PAINT_JS = """
 
 EXPAND_JS = """
 async (name) => {
-  const pane = graphboard.panes.NPU;
-  const row = [...document.querySelectorAll('#pane-NPU .tree-row')].find(r => r.dataset.name === name);
+  const pane = graphboard.panes.target;
+  const row = [...document.querySelectorAll('#pane-target .tree-row')].find(r => r.dataset.name === name);
   const started = performance.now();
   row.dispatchEvent(new MouseEvent('dblclick', { bubbles: true }));
   await new Promise((resolve) => {
@@ -116,7 +116,7 @@ async (name) => {
     check();
   });
   return { ms: performance.now() - started, rows: pane.model.rows().length,
-           dom: document.querySelectorAll('#pane-NPU .tree-row').length };
+           dom: document.querySelectorAll('#pane-target .tree-row').length };
 }
 """
 
@@ -128,8 +128,8 @@ LONG_TASKS_JS = """
 
 
 def reveal_row(page: Any, name: str) -> None:
-    page.evaluate("(n) => graphboard.panes.NPU.reveal(n)", name)
-    page.wait_for_selector(f'#pane-NPU .tree-row[data-name="{name}"]')
+    page.evaluate("(n) => graphboard.panes.target.reveal(n)", name)
+    page.wait_for_selector(f'#pane-target .tree-row[data-name="{name}"]')
 
 
 def bench_compare(browser: Any, layers: int, runs: int) -> dict[str, float]:
@@ -191,14 +191,16 @@ def bench_flat(browser: Any, children: int) -> dict[str, float]:
         # loaded the first), never waiting for a page past the last child.
         scrolls = min(20, max(0, (children - 1) // 1000))
         for _ in range(scrolls):
-            before = page.evaluate("graphboard.panes.NPU.model.rows().length")
+            before = page.evaluate("graphboard.panes.target.model.rows().length")
             page.evaluate(
-                "() => { const h = graphboard.panes.NPU.host; h.scrollTop = h.scrollHeight; }"
+                "() => { const h = graphboard.panes.target.host; h.scrollTop = h.scrollHeight; }"
             )
-            page.wait_for_function("n => graphboard.panes.NPU.model.rows().length > n", arg=before)
+            page.wait_for_function(
+                "n => graphboard.panes.target.model.rows().length > n", arg=before
+            )
         scrolled = time.perf_counter() - started
-        rows = page.evaluate("graphboard.panes.NPU.model.rows().length")
-        dom = page.evaluate("document.querySelectorAll('#pane-NPU .tree-row').length")
+        rows = page.evaluate("graphboard.panes.target.model.rows().length")
+        dom = page.evaluate("document.querySelectorAll('#pane-target .tree-row').length")
         longest = page.evaluate("window.__longest")
         page.close()
     print(

@@ -246,7 +246,7 @@ def test_a_compare_ends_with_what_it_found(tmp_path: Path, out: Path) -> None:
         "graph_build:  rules     dtype-aware",
         "graph_build:  nodes     8 pass, 0 warning, 1 error, 0 unmatched",
         "graph_build:  overflow  0 medium, 0 high, 0 critical",
-        "graph_build:  first error: Torch.sum.0.forward (NPU step 0 rank 0); worst output.0 "
+        "graph_build:  first error: Torch.sum.0.forward (target step 0 rank 0); worst output.0 "
         "d = 1.96, band 5.01e-07: error: d 1.96 beyond the band 5.01e-07 its inputs and own "
         "rounding explain",
         view_line(

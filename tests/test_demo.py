@@ -51,7 +51,9 @@ def test_demo_builds_a_compare_that_finds_the_planted_changes(tmp_path: Path) ->
     assert len(built) == 1 and str(built[0]) in completed.stdout
     # It says what it found, as ci-check would, and where the viewer opens on it.
     graph = built[0].name.removesuffix(".vis.db")
-    assert "demo:  first error: Functional.gelu.0.forward (NPU step 0 rank 0)" in completed.stdout
+    assert (
+        "demo:  first error: Functional.gelu.0.forward (target step 0 rank 0)" in completed.stdout
+    )
     assert (
         f"http://127.0.0.1:8000/?graph={graph}&step=0&rank=0&node=Functional.gelu.0.forward"
         in completed.stdout

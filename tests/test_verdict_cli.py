@@ -58,7 +58,7 @@ def test_msprobes_file_gets_the_jobs_verdict_and_is_left_alone(tmp_path: Path) -
             "  rules     msprobe",  # msprobe's file holds no dtype-aware verdicts: the default falls back
             "  nodes     81 pass, 8 warning, 1 error, 0 unmatched",  # API collections not counted
             "  overflow  0 medium, 0 high, 0 critical",
-            "  first error: Functional.gelu.0.forward (NPU step 0 rank 0); worst input.approximate: "
+            "  first error: Functional.gelu.0.forward (target step 0 rank 0); worst input.approximate: "
             "error: The scalar parameters of NPU and Bench are inconsistent.",
             view_line(
                 path.parent,
@@ -114,7 +114,7 @@ def test_graphboards_own_file_and_the_json_of_the_api(tmp_path: Path) -> None:
         "overflow": {"medium": 0, "high": 0, "critical": 0},
         "first_error": {
             "name": "Torch.sum.0.forward",
-            "side": "NPU",
+            "side": "target",
             "step": 0,
             "rank": 0,
             "level": "error",

@@ -26,10 +26,15 @@ if TYPE_CHECKING:  # the server's settings load only for serve and demo
 
 def _add_build_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-tp", "--target_path", required=True, help="target dump (the -tp side, shown as NPU)"
+        "-tp",
+        "--target_path",
+        required=True,
+        help="target dump (the -tp side; msprobe's files call it NPU)",
     )
     parser.add_argument(
-        "-gp", "--golden_path", help="golden dump (the -gp side, shown as Bench); turns on compare"
+        "-gp",
+        "--golden_path",
+        help="golden dump (the -gp side; msprobe's files call it Bench); turns on compare",
     )
     parser.add_argument(
         "-o", "--output_path", required=True, help="folder for the .vis.db (created if missing)"

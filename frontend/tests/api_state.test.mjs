@@ -17,15 +17,15 @@ function fakeFetch(status, body) {
 test('children pages: graph id segments encoded, empty parameters dropped', async () => {
   const { calls, fetchImpl } = fakeFetch(200, { items: [] });
   const api = createApi({ fetchImpl });
-  await api.children('runs/a b', { side: 'NPU', step: 0, rank: 1 }, { parent: 'Module.x', cursor: 25, limit: 200 });
-  assert.equal(calls[0].url, '/api/graphs/runs/a%20b/children?side=NPU&step=0&rank=1&parent=Module.x&cursor=25&limit=200');
+  await api.children('runs/a b', { side: 'target', step: 0, rank: 1 }, { parent: 'Module.x', cursor: 25, limit: 200 });
+  assert.equal(calls[0].url, '/api/graphs/runs/a%20b/children?side=target&step=0&rank=1&parent=Module.x&cursor=25&limit=200');
 });
 
 test('filters repeat list parameters', async () => {
   const { calls, fetchImpl } = fakeFetch(200, {});
   const api = createApi({ fetchImpl });
-  await api.filter('g', { side: 'NPU', step: 0, rank: 0 }, { precision: ['error', 'warning'], unmatched: true });
-  assert.equal(calls[0].url, '/api/graphs/g/filter?side=NPU&step=0&rank=0&precision=error&precision=warning&unmatched=true');
+  await api.filter('g', { side: 'target', step: 0, rank: 0 }, { precision: ['error', 'warning'], unmatched: true });
+  assert.equal(calls[0].url, '/api/graphs/g/filter?side=target&step=0&rank=0&precision=error&precision=warning&unmatched=true');
 });
 
 test('errors carry the server code and message', async () => {

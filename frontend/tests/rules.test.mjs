@@ -14,7 +14,7 @@ function fakeFetch() {
   return { calls, fetchImpl };
 }
 
-const KEY = { side: 'NPU', step: 0, rank: 0 };
+const KEY = { side: 'target', step: 0, rank: 0 };
 
 test('verdict reads name the rule set the viewer shows, none before a file is open', async () => {
   const { calls, fetchImpl } = fakeFetch();
@@ -33,20 +33,20 @@ test('verdict reads name the rule set the viewer shows, none before a file is op
   await api.search('g', KEY, { q: 'mlp' });
   await api.node('g', KEY, 'M'); // the stored rows are msprobe's under either set
   assert.deepEqual(calls, [
-    '/api/graphs/g/first-error?side=NPU&step=0&rank=0',
-    '/api/graphs/g/first-error?side=NPU&step=0&rank=0&rules=msprobe',
-    '/api/graphs/g/first-error?side=NPU&step=0&rank=0&rules=dtype-aware',
-    '/api/graphs/g/children?side=NPU&step=0&rank=0&parent=M&rules=dtype-aware',
-    '/api/graphs/g/filter?side=NPU&step=0&rank=0&precision=error&rules=dtype-aware',
-    '/api/graphs/g/worst?side=NPU&step=0&rank=0&name=M&rules=dtype-aware',
-    '/api/graphs/g/path?side=NPU&step=0&rank=0&name=M&rules=dtype-aware',
-    '/api/graphs/g/search?side=NPU&step=0&rank=0&q=mlp&rules=dtype-aware',
-    '/api/graphs/g/node?side=NPU&step=0&rank=0&name=M',
+    '/api/graphs/g/first-error?side=target&step=0&rank=0',
+    '/api/graphs/g/first-error?side=target&step=0&rank=0&rules=msprobe',
+    '/api/graphs/g/first-error?side=target&step=0&rank=0&rules=dtype-aware',
+    '/api/graphs/g/children?side=target&step=0&rank=0&parent=M&rules=dtype-aware',
+    '/api/graphs/g/filter?side=target&step=0&rank=0&precision=error&rules=dtype-aware',
+    '/api/graphs/g/worst?side=target&step=0&rank=0&name=M&rules=dtype-aware',
+    '/api/graphs/g/path?side=target&step=0&rank=0&name=M&rules=dtype-aware',
+    '/api/graphs/g/search?side=target&step=0&rank=0&q=mlp&rules=dtype-aware',
+    '/api/graphs/g/node?side=target&step=0&rank=0&name=M',
   ]);
 });
 
 test('the address keeps a rule set asked for, the file default (null) left out', () => {
-  const view = { graph: 'g', step: 0, rank: 1, node: 'n', side: 'NPU', micro: -1 };
+  const view = { graph: 'g', step: 0, rank: 1, node: 'n', side: 'target', micro: -1 };
   assert.equal(buildUrlSearch({ ...view, rules: null }), '?graph=g&step=0&rank=1&node=n');
   const search = buildUrlSearch({ ...view, rules: 'msprobe' });
   assert.equal(search, '?graph=g&step=0&rank=1&node=n&rules=msprobe');

@@ -4,13 +4,21 @@ import { test } from 'node:test';
 import { buildUrlSearch, indexParam, parseUrlState } from '../static/js/url_state.js';
 
 test('a full view survives a round trip', () => {
-  const view = { graph: 'runs/compare_1', step: 1, rank: 3, node: 'Module.a.forward.0', side: 'Bench', micro: 2 };
+  const view = { graph: 'runs/compare_1', step: 1, rank: 3, node: 'Module.a.forward.0', side: 'golden', micro: 2 };
   assert.deepEqual(parseUrlState(buildUrlSearch(view)), view);
 });
 
 test('defaults are left out of the query string', () => {
-  assert.equal(buildUrlSearch({ graph: 'g', step: 0, rank: 0, node: null, side: 'NPU', micro: -1 }), '?graph=g&step=0&rank=0');
+  assert.equal(buildUrlSearch({ graph: 'g', step: 0, rank: 0, node: null, side: 'target', micro: -1 }), '?graph=g&step=0&rank=0');
   assert.equal(buildUrlSearch({}), '');
+});
+
+test('a link writes a side as target/golden, and one written with msprobe\'s NPU/Bench still opens', () => {
+  assert.equal(buildUrlSearch({ graph: 'g', step: 0, rank: 0, node: 'n', side: 'golden' }), '?graph=g&step=0&rank=0&node=n&side=golden');
+  assert.equal(parseUrlState('?graph=g&side=Bench').side, 'golden');
+  assert.equal(parseUrlState('?graph=g&side=NPU').side, 'target');
+  assert.equal(parseUrlState('?graph=g&side=target').side, 'target');
+  assert.equal(parseUrlState('?graph=g&side=bench').side, null);
 });
 
 test('missing or malformed parts read as null', () => {

@@ -54,7 +54,7 @@ def test_a_passing_threshold_exits_0(
     out = capsys.readouterr()
     assert out.out.startswith("graphboard verdict: PASS (1 error(s), at most 1 allowed)")
     assert "82 pass, 8 warning, 1 error, 0 unmatched" in out.out
-    assert "first error: Functional.gelu.0.forward (NPU step 0 rank 0)" in out.out
+    assert "first error: Functional.gelu.0.forward (target step 0 rank 0)" in out.out
     assert f"open      {base}/?graph=builds%2Fcompare_" in out.out
     assert "ci-check: uploaded; job " in out.err and "done 100%" in out.err
 

@@ -107,7 +107,7 @@ def test_build_from_server_folders_then_open_the_first_error(
     browser_page.click("#open-result")
     browser_page.wait_for_selector("body[data-ready=true]")
     assert f"node={first}" in browser_page.url
-    selected = browser_page.locator("#pane-NPU .tree-row.selected")
+    selected = browser_page.locator("#pane-target .tree-row.selected")
     selected.wait_for()
     assert selected.get_attribute("data-name") == first
 

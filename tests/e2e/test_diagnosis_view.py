@@ -55,5 +55,5 @@ def test_the_panel_opens_on_the_rank_and_node_where_nan_was_born(viewer: Viewer)
     viewer.shot("diagnosis")
     page.keyboard.press("Escape")
     assert page.locator("#diagnosis-overlay").is_hidden()
-    viewer.selected("NPU").wait_for()
-    assert viewer.selected("NPU").get_attribute("data-name") == NODE
+    viewer.selected("target").wait_for()
+    assert viewer.selected("target").get_attribute("data-name") == NODE

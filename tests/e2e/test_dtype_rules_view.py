@@ -36,7 +36,7 @@ def server(dtype_dumps: Dumps, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def _first_error(viewer: Viewer) -> str:
     page = viewer.page
     page.locator("#first-error").click()
-    selected = page.locator("#pane-NPU .tree-row.selected")
+    selected = page.locator("#pane-target .tree-row.selected")
     selected.wait_for()
     return str(selected.get_attribute("data-name"))
 
@@ -46,10 +46,10 @@ def test_the_switch_changes_colours_filter_and_first_error(viewer: Viewer) -> No
     one switch away and the address keeps that choice."""
     page = viewer.page
     viewer.open(graph="scaled")
-    viewer.row("NPU", EMBEDDING).wait_for()
+    viewer.row("target", EMBEDDING).wait_for()
     assert page.locator("#rules-select").input_value() == "dtype-aware"
     assert "rules=" not in page.evaluate("location.search")  # the default is left out
-    ours_fill = viewer.label_color("NPU", EMBEDDING)  # a bf16 node within its band: it passes
+    ours_fill = viewer.label_color("target", EMBEDDING)  # a bf16 node within its band: it passes
     first = _first_error(viewer)
     assert first.startswith(MLP)
     page.locator('#precision-filters input[value="error"]').check()
@@ -60,13 +60,13 @@ def test_the_switch_changes_colours_filter_and_first_error(viewer: Viewer) -> No
     viewer.shot("dtype-aware-first-error")
     page.locator("#rules-select").select_option("msprobe")
     page.wait_for_function("() => location.search.includes('rules=msprobe')")
-    viewer.row("NPU", EMBEDDING).wait_for()
+    viewer.row("target", EMBEDDING).wait_for()
     page.wait_for_function(
-        '([name, before]) => { const row = document.querySelector(`#pane-NPU .tree-row[data-name="${name}"] .label`);'
+        '([name, before]) => { const row = document.querySelector(`#pane-target .tree-row[data-name="${name}"] .label`);'
         " return row && row.style.backgroundColor !== before; }",
         arg=[EMBEDDING, ours_fill],
     )
-    assert viewer.label_color("NPU", EMBEDDING) != ours_fill  # msprobe's dtype error
+    assert viewer.label_color("target", EMBEDDING) != ours_fill  # msprobe's dtype error
     page.locator('#precision-filters input[value="error"]').check()
     page.locator("#filter-results .result-row").first.wait_for()
     assert page.locator("#filter-results").inner_text() != shown  # every bf16 node
@@ -92,12 +92,12 @@ def test_the_detail_panel_shows_band_beside_difference(viewer: Viewer) -> None:
         "parameters.weight",
     ]
     assert first.startswith(MLP)
-    viewer.row("NPU", EMBEDDING).click()
+    viewer.row("target", EMBEDDING).click()
     page.wait_for_function(
         "() => (document.querySelector('#details #rule-verdict .rule-summary')?.textContent || '').startsWith('pass')"
     )
     page.locator("#rules-select").select_option("msprobe")
-    viewer.row("NPU", EMBEDDING).click()
+    viewer.row("target", EMBEDDING).click()
     page.locator("#details .detail-section").first.wait_for()
     assert page.locator("#details #rule-verdict").count() == 0
 
@@ -126,7 +126,7 @@ def test_an_msprobe_file_opens_under_msprobes_rules(viewer: Viewer) -> None:
     error), the switch cannot offer the other, and its first error is msprobe's."""
     page = viewer.page
     viewer.open(graph="theirs")
-    viewer.row("NPU", "DefaultModel").wait_for()
+    viewer.row("target", "DefaultModel").wait_for()
     assert page.locator("#rules-select").input_value() == "msprobe"
     assert page.locator('#rules-select option[value="dtype-aware"]').is_disabled()
     assert _first_error(viewer) == "Functional.gelu.0.forward"

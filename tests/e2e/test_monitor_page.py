@@ -154,7 +154,7 @@ def test_heatmap_marker_lines_config_and_the_step_s_graph(page: Viewer) -> None:
     browser_page.wait_for_url("**/?graph=exp%2Fstep20*")
     browser_page.wait_for_selector("body[data-ready=true]")
     assert browser_page.evaluate("new URL(location).searchParams.get('step')") == "20"
-    browser_page.locator("#pane-NPU .tree-row:not([hidden])").first.wait_for()
+    browser_page.locator("#pane-target .tree-row:not([hidden])").first.wait_for()
 
 
 def test_the_build_page_compares_monitor_runs_as_a_job(

@@ -41,7 +41,7 @@ def test_the_detail_panel_shows_the_reference_beside_target_and_golden(viewer: V
     page = viewer.page
     viewer.open(graph="three", rules="dtype-aware")
     page.locator("#first-error").click()
-    selected = page.locator("#pane-NPU .tree-row.selected")
+    selected = page.locator("#pane-target .tree-row.selected")
     selected.wait_for()
     assert str(selected.get_attribute("data-name")).startswith(MLP)
     rows = page.locator("#details .io-table tr.reference-row")

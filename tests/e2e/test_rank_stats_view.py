@@ -40,7 +40,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _served(viewer: Viewer, name: str) -> dict[str, Any]:
     response = viewer.page.request.get(
         f"{viewer.base}/api/graphs/tp2/node",
-        params={"name": name, "side": "NPU", "step": 0, "rank": 0},
+        params={"name": name, "side": "target", "step": 0, "rank": 0},
     )
     assert response.ok, response.text()
     return {row["key"]: row["target"] for row in response.json()["rows"] if row["target"]}
@@ -48,7 +48,7 @@ def _served(viewer: Viewer, name: str) -> dict[str, Any]:
 
 def test_the_detail_panel_shows_each_ranks_statistics(viewer: Viewer) -> None:
     page = viewer.page
-    viewer.open(graph="tp2", node=FC1, side="NPU")
+    viewer.open(graph="tp2", node=FC1, side="target")
     section = page.locator("#details .rank-stats")
     section.wait_for()
     served = _served(viewer, FC1)
@@ -70,6 +70,7 @@ def test_the_detail_panel_shows_each_ranks_statistics(viewer: Viewer) -> None:
         assert cells[5].strip().endswith("%")
     assert section.locator("tr.rank-outlier").count() == 0  # two ranks: neither stands out
     viewer.shot("rank-stats")
+    # a link written before the sides were renamed, in msprobe's word: it still opens
     page.goto(f"{viewer.base}/?graph=tp2&node={UNMERGED}&side=NPU")
     page.wait_for_selector("body[data-ready=true]")
     page.locator("#details .io-table").first.wait_for()

@@ -48,7 +48,7 @@ def _item(viewer: Viewer, pair: tuple[str, str]) -> Any:
 def _label_is(viewer: Viewer, name: str, *, grey: bool) -> None:
     viewer.page.wait_for_function(
         "([n, grey, fill]) => { const e = document.querySelector("
-        "`#pane-NPU .tree-row[data-name='${n}'] .label`);"
+        "`#pane-target .tree-row[data-name='${n}'] .label`);"
         " const got = e && e.style.backgroundColor;"
         " return Boolean(got) && (got === fill) === grey; }",
         arg=[name, grey, GREY_FILL],
@@ -74,13 +74,13 @@ def test_suggestions_accept_reject_and_accept_all(viewer: Viewer) -> None:
 
     _item(viewer, FIRST).locator(".suggestion-accept").click()
     _label_is(viewer, FIRST[0], grey=False)
-    assert viewer.row("NPU", FIRST[0]).locator(".mark.manual").count() == 1
+    assert viewer.row("target", FIRST[0]).locator(".mark.manual").count() == 1
     _item(viewer, FIRST).wait_for(state="detached")  # matched: no longer proposed
 
     page.locator("#suggest-min").fill("0.6")
     page.locator("#suggest-accept-all").click()
     _label_is(viewer, HEAD[0], grey=False)
-    assert viewer.row("NPU", HEAD[0]).locator(".mark.manual").count() == 1
+    assert viewer.row("target", HEAD[0]).locator(".mark.manual").count() == 1
     page.locator("#panel-match:not([aria-busy])").wait_for()
     _label_is(viewer, LAST[0], grey=True)  # rejected, so neither proposed nor accepted
     assert _item(viewer, LAST).count() == 0

@@ -185,7 +185,7 @@ def test_a_row_opens_the_viewer_on_its_node(viewer: Viewer) -> None:
     row.click()
     page.wait_for_url("**/?graph=stats*")
     page.wait_for_selector("body[data-ready=true]")
-    viewer.selected("NPU").and_(page.locator(f'[data-name="{node}"]')).wait_for()
+    viewer.selected("target").and_(page.locator(f'[data-name="{node}"]')).wait_for()
 
 
 def test_the_viewer_links_to_the_table_of_its_graph(viewer: Viewer) -> None:

@@ -60,7 +60,7 @@ def test_heatmap_hover_and_click_open_the_node(viewer: Viewer) -> None:
     page.wait_for_url("**/?graph=ddp2*")
     page.wait_for_selector("body[data-ready=true]")
     node = "Module.blocks.0.ResidualBlock.forward.0"
-    viewer.selected("NPU").and_(page.locator(f'[data-name="{node}"]')).wait_for()
+    viewer.selected("target").and_(page.locator(f'[data-name="{node}"]')).wait_for()
     assert page.evaluate("new URL(location).searchParams.get('step')") == "1"
     assert page.evaluate("new URL(location).searchParams.get('rank')") == "1"
     viewer.shot("trends-clicked-node")

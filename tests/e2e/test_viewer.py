@@ -21,21 +21,21 @@ def url_query(viewer: Viewer) -> dict[str, str]:
 def test_expand_down_to_the_red_node(viewer: Viewer) -> None:
     viewer.open(graph="stats")
     page = viewer.page
-    head = viewer.row("NPU", "Module.head.Sequential.forward.0")
+    head = viewer.row("target", "Module.head.Sequential.forward.0")
     head.locator(".badges .badge").first.wait_for()  # the roll-up says an error is inside
     head.dblclick()
-    gelu_module = viewer.row("NPU", "Module.head.2.GELU.forward.0")
+    gelu_module = viewer.row("target", "Module.head.2.GELU.forward.0")
     # Keyboard: select the GELU module, → expands it.
     gelu_module.click()
     page.keyboard.press("ArrowRight")
-    red = viewer.row("NPU", "Functional.gelu.0.forward")
+    red = viewer.row("target", "Functional.gelu.0.forward")
     red.wait_for()
-    assert viewer.label_color("NPU", "Functional.gelu.0.forward") == ERROR_FILL
+    assert viewer.label_color("target", "Functional.gelu.0.forward") == ERROR_FILL
     # Sync: the golden pane followed both expansions.
-    viewer.row("Bench", "Functional.gelu.0.forward").wait_for()
+    viewer.row("golden", "Functional.gelu.0.forward").wait_for()
     red.click()
     page.locator(
-        '#pane-Bench .tree-row.counterpart[data-name="Functional.gelu.0.forward"]'
+        '#pane-golden .tree-row.counterpart[data-name="Functional.gelu.0.forward"]'
     ).wait_for()
     assert red.get_attribute("aria-selected") == "true"
     # Collapse keeps the children loaded; expand again shows them at once.
@@ -65,12 +65,12 @@ def test_filter_errors_and_step_through_them(viewer: Viewer) -> None:
         name = current.get_attribute("data-name")
         assert name
         # The tree revealed and selected it; the URL follows.
-        viewer.page.locator(f'#pane-NPU .tree-row.selected[data-name="{name}"]').wait_for()
+        viewer.page.locator(f'#pane-target .tree-row.selected[data-name="{name}"]').wait_for()
         page.wait_for_function("n => new URL(location).searchParams.get('node') === n", arg=name)
         names.append(name)
     assert len(set(names)) == 3
     results.locator("button", has_text="↑").click()
-    page.locator(f'#pane-NPU .tree-row.selected[data-name="{names[1]}"]').wait_for()
+    page.locator(f'#pane-target .tree-row.selected[data-name="{names[1]}"]').wait_for()
     assert re.match(r"2 / \d+", results.locator(".result-count").inner_text())
     viewer.shot("02-filter-errors")
 
@@ -83,13 +83,13 @@ def test_search_as_you_type(viewer: Viewer) -> None:
     results = page.locator("#search-results")
     results.locator('.result-row[data-name="Functional.linear.0.forward"]').wait_for()
     page.keyboard.press("Enter")
-    viewer.selected("NPU").and_(
+    viewer.selected("target").and_(
         page.locator('[data-name="Functional.linear.0.forward"]')
     ).wait_for()
     page.keyboard.press("Enter")
     second = results.locator(".result-row.current").get_attribute("data-name")
     assert second and second != "Functional.linear.0.forward"
-    page.locator(f'#pane-NPU .tree-row.selected[data-name="{second}"]').wait_for()
+    page.locator(f'#pane-target .tree-row.selected[data-name="{second}"]').wait_for()
     viewer.shot("03-search")
 
 
@@ -119,15 +119,15 @@ def pick_unmatched_pair(viewer: Viewer, target: str, golden: str) -> Any:
     withhold a re-paired node's level until a rebuild: docs/dtype-aware.md §6)."""
     viewer.open(graph="mapping", node=target, rules="msprobe")
     page = viewer.page
-    viewer.selected("NPU").and_(page.locator(f'[data-name="{target}"]')).wait_for()
-    assert viewer.label_color("NPU", target) == GREY_FILL
+    viewer.selected("target").and_(page.locator(f'[data-name="{target}"]')).wait_for()
+    assert viewer.label_color("target", target) == GREY_FILL
     page.locator("#tab-match").click()
     panel = page.locator("#panel-match")
     assert panel.locator("#match-target").inner_text() == target  # an unmatched pick fills in
     golden_item = panel.locator(f'.result-row[data-name="{golden}"]')
     golden_item.wait_for()
     golden_item.click()  # reveals and selects it in the golden pane
-    viewer.selected("Bench").and_(page.locator(f'[data-name="{golden}"]')).wait_for()
+    viewer.selected("golden").and_(page.locator(f'[data-name="{golden}"]')).wait_for()
     assert panel.locator("#match-golden").inner_text() == golden
     return panel
 
@@ -136,7 +136,7 @@ def wait_for_label(viewer: Viewer, target: str, *, grey: bool) -> None:
     """Until the target row's label is grey (unmatched) or coloured (matched)."""
     viewer.page.wait_for_function(
         "([n, grey]) => { const e = document.querySelector("
-        "`#pane-NPU .tree-row[data-name='${n}'] .label`);"
+        "`#pane-target .tree-row[data-name='${n}'] .label`);"
         " const fill = e && e.style.backgroundColor;"
         f" return Boolean(fill) && (fill === '{GREY_FILL}') === grey; }}",
         arg=[target, grey],
@@ -151,11 +151,11 @@ def test_manual_match_unmatch_and_undo(viewer: Viewer) -> None:
 
     panel.locator("#match-button").click()
     wait_for_label(viewer, target, grey=False)
-    assert viewer.row("NPU", target).locator(".mark.manual").count() == 1
+    assert viewer.row("target", target).locator(".mark.manual").count() == 1
     viewer.shot("05-matched")
 
     # Select the matched target: both picks fill with the pair, ready to unmatch.
-    viewer.row("NPU", target).click()
+    viewer.row("target", target).click()
     page.wait_for_function(
         "g => document.querySelector('#match-golden').textContent === g", arg=golden
     )
@@ -178,7 +178,7 @@ def test_undo_clicked_while_the_unmatch_still_refreshes_is_kept(viewer: Viewer) 
     panel.locator("#match-button").click()
     wait_for_label(viewer, target, grey=False)
     page.locator("#panel-match:not([aria-busy])").wait_for()
-    viewer.row("NPU", target).click()
+    viewer.row("target", target).click()
     page.wait_for_function(
         "g => document.querySelector('#match-golden').textContent === g", arg=golden
     )
@@ -208,13 +208,13 @@ def test_undo_clicked_while_the_unmatch_still_refreshes_is_kept(viewer: Viewer) 
         route.continue_()
     wait_for_label(viewer, target, grey=False)
     page.locator("#panel-match:not([aria-busy])").wait_for()
-    assert viewer.row("NPU", target).locator(".mark.manual").count() == 1
+    assert viewer.row("target", target).locator(".mark.manual").count() == 1
 
 
 def test_jump_from_send_to_recv_on_the_other_rank(viewer: Viewer) -> None:
     viewer.open(graph="ddp2", step=0, rank=0, node="Distributed.send.0.forward")
     page = viewer.page
-    send = viewer.row("NPU", "Distributed.send.0.forward")
+    send = viewer.row("target", "Distributed.send.0.forward")
     send.wait_for()
     send.click(button="right")
     peer = page.locator("#context-menu .peer-item", has_text="Distributed.recv.0.forward")
@@ -222,7 +222,7 @@ def test_jump_from_send_to_recv_on_the_other_rank(viewer: Viewer) -> None:
     assert "rank 1" in peer.inner_text()
     viewer.shot("06-peers-menu")
     peer.click()
-    recv = page.locator('#pane-NPU .tree-row.selected[data-name="Distributed.recv.0.forward"]')
+    recv = page.locator('#pane-target .tree-row.selected[data-name="Distributed.recv.0.forward"]')
     recv.wait_for()
     assert page.locator("#rank-select").input_value() == "1"
     page.wait_for_function("() => new URL(location).searchParams.get('rank') === '1'")
@@ -238,7 +238,7 @@ def test_theme_and_language_persist(viewer: Viewer) -> None:
     page.locator("#lang-toggle").click()
     assert page.locator("#tab-filter").inner_text() == "筛选"
     assert page.locator("html").get_attribute("lang") == "zh-CN"
-    assert page.locator("#pane-NPU .pane-title").inner_text().startswith("调试侧")
+    assert page.locator("#pane-target .pane-title").inner_text().startswith("调试侧")
     assert page.locator("#filter-results .result-count").inner_text() == "勾选级别以列出节点"
     viewer.shot("07-dark-zh")
     page.reload()
@@ -254,7 +254,9 @@ def test_theme_and_language_persist(viewer: Viewer) -> None:
 def test_deep_link_reload_lands_on_the_same_view(viewer: Viewer) -> None:
     viewer.open(graph="ddp2", step=1, rank=1, node="Distributed.recv.0.forward")
     page = viewer.page
-    selected = page.locator('#pane-NPU .tree-row.selected[data-name="Distributed.recv.0.forward"]')
+    selected = page.locator(
+        '#pane-target .tree-row.selected[data-name="Distributed.recv.0.forward"]'
+    )
     selected.wait_for()
     assert page.locator("#step-select").input_value() == "1"
     page.locator("#details .node-link", has_text="Distributed.recv.0.forward").first.wait_for()
@@ -276,12 +278,12 @@ def test_first_error_drill_and_shortcut_help(viewer: Viewer) -> None:
     viewer.open(graph="stats")
     page = viewer.page
     first = "Functional.conv2d.2.forward"
-    viewer.row("NPU", "DefaultModel").click()
+    viewer.row("target", "DefaultModel").click()
     page.keyboard.press("w")  # drill to the worst descendant of the root
-    page.locator(f'#pane-NPU .tree-row.selected[data-name="{first}"]').wait_for()
-    viewer.row("NPU", "DefaultModel").click()
+    page.locator(f'#pane-target .tree-row.selected[data-name="{first}"]').wait_for()
+    viewer.row("target", "DefaultModel").click()
     page.locator("#first-error").click()
-    page.locator(f'#pane-NPU .tree-row.selected[data-name="{first}"]').wait_for()
+    page.locator(f'#pane-target .tree-row.selected[data-name="{first}"]').wait_for()
     page.keyboard.press("?")
     overlay = page.locator("#help-overlay")
     overlay.wait_for()
@@ -294,16 +296,16 @@ def test_first_error_drill_and_shortcut_help(viewer: Viewer) -> None:
 def test_overflow_build_in_one_pane(viewer: Viewer) -> None:
     viewer.open(graph="overflow")
     page = viewer.page
-    assert page.locator("#pane-Bench").is_hidden()
+    assert page.locator("#pane-golden").is_hidden()
     assert page.locator("#mode-overflow").get_attribute("aria-checked") == "true"
     page.locator('#overflow-filters input[value="critical"]').check()
     item = page.locator("#filter-results .result-row").first
     item.wait_for()
     name = item.get_attribute("data-name")
     item.click()
-    row = page.locator(f'#pane-NPU .tree-row.selected[data-name="{name}"]')
+    row = page.locator(f'#pane-target .tree-row.selected[data-name="{name}"]')
     row.wait_for()
-    assert viewer.label_color("NPU", str(name)) == CRITICAL_FILL
+    assert viewer.label_color("target", str(name)) == CRITICAL_FILL
     viewer.shot("09-overflow")
 
 
@@ -326,12 +328,12 @@ def test_a_node_with_100000_children_expands_without_freezing(wide_viewer: Viewe
     viewer = wide_viewer
     viewer.open(graph="wide")
     page = viewer.page
-    module = viewer.row("NPU", "Module.wide.Sequential.forward.0")
+    module = viewer.row("target", "Module.wide.Sequential.forward.0")
     module.dblclick()
-    viewer.row("NPU", "Torch.add.0.forward").wait_for()
+    viewer.row("target", "Torch.add.0.forward").wait_for()
     # Scroll down through several pages; the page answers at once between scrolls.
-    host = page.locator("#pane-NPU .tree-host")
-    count_nodes = "graphboard.panes.NPU.model.rows().filter(row => row.kind === 'node').length"
+    host = page.locator("#pane-target .tree-host")
+    count_nodes = "graphboard.panes.target.model.rows().filter(row => row.kind === 'node').length"
     loaded = page.evaluate(count_nodes)
     for _ in range(5):
         host.evaluate("e => e.scrollTop = e.scrollHeight")
@@ -342,11 +344,11 @@ def test_a_node_with_100000_children_expands_without_freezing(wide_viewer: Viewe
     # Never freezing comes from never doing work in proportion to the level: children are
     # paged and rows virtualised (timings are for bench/bench_browser.py, not for tests).
     assert loaded < 10_000, loaded
-    rows_in_dom = page.locator("#pane-NPU .tree-row").count()
+    rows_in_dom = page.locator("#pane-target .tree-row").count()
     assert rows_in_dom < 200, rows_in_dom
     # Jump deep into the level: a reveal loads just the page around the node.
     viewer.open(graph="wide", node="Torch.add.99990.forward")
-    page.locator('#pane-NPU .tree-row.selected[data-name="Torch.add.99990.forward"]').wait_for()
-    loaded = page.evaluate("graphboard.panes.NPU.model.rows().length")
+    page.locator('#pane-target .tree-row.selected[data-name="Torch.add.99990.forward"]').wait_for()
+    loaded = page.evaluate("graphboard.panes.target.model.rows().length")
     assert loaded < 5_000, loaded
     viewer.shot("10-wide-level")

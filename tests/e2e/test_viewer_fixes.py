@@ -86,11 +86,13 @@ def test_the_root_row_stays_below_the_header_when_the_view_opens_deep(viewer: Vi
     # recv lies low in rank 1's tree: centring it scrolls the tree well past the root.
     viewer.open(graph="ddp2", step=1, rank=1, node="Distributed.recv.0.forward")
     page = viewer.page
-    page.locator('#pane-NPU .tree-row.selected[data-name="Distributed.recv.0.forward"]').wait_for()
     page.locator(
-        '#pane-Bench .tree-row.counterpart[data-name="Distributed.recv.0.forward"]'
+        '#pane-target .tree-row.selected[data-name="Distributed.recv.0.forward"]'
     ).wait_for()
-    for side in ("NPU", "Bench"):
+    page.locator(
+        '#pane-golden .tree-row.counterpart[data-name="Distributed.recv.0.forward"]'
+    ).wait_for()
+    for side in ("target", "golden"):
         assert page.locator(f"#pane-{side} .tree-host").evaluate("e => e.scrollTop") > 0
         boxes = page.evaluate(BOXES, side)
         assert boxes["root"], f"{side}: the root row is not drawn"
@@ -100,14 +102,14 @@ def test_the_root_row_stays_below_the_header_when_the_view_opens_deep(viewer: Vi
     viewer.shot("11-root-row-pinned")
     # The pinned root is the root: a click selects it, and the rows under it stay reachable
     # (ArrowDown from the root goes to its first child, scrolled into view below the pin).
-    viewer.row("NPU", "DefaultModel").click()
-    viewer.selected("NPU").and_(page.locator('[data-name="DefaultModel"]')).wait_for()
+    viewer.row("target", "DefaultModel").click()
+    viewer.selected("target").and_(page.locator('[data-name="DefaultModel"]')).wait_for()
     page.keyboard.press("ArrowDown")
-    first_child = viewer.selected("NPU")
+    first_child = viewer.selected("target")
     first_child.wait_for()
     assert first_child.get_attribute("data-name") != "DefaultModel"
     child_top = first_child.evaluate("e => e.getBoundingClientRect().top")
-    root_bottom = page.evaluate(BOXES, "NPU")["root"]["bottom"]
+    root_bottom = page.evaluate(BOXES, "target")["root"]["bottom"]
     assert child_top >= root_bottom - 0.5
 
 
@@ -143,7 +145,7 @@ def test_the_chart_legend_names_only_the_sides_the_node_has(viewer: Viewer) -> N
     viewer.page.locator("#details .io-table").wait_for()
     assert {trace["name"] for trace in chart_traces(viewer)} == {"Target"}
     viewer.shot("12-unmatched-target-chart")
-    viewer.open(graph="mapping", node=UNMATCHED_GOLDEN, side="Bench")
+    viewer.open(graph="mapping", node=UNMATCHED_GOLDEN, side="golden")
     viewer.page.locator("#details .io-table").wait_for()
     viewer.page.wait_for_function(
         "() => document.querySelector('#stats-chart')?.data?.every(t => t.name !== 'Target')"
@@ -154,7 +156,7 @@ def test_the_chart_legend_names_only_the_sides_the_node_has(viewer: Viewer) -> N
 def test_the_counterpart_mark_is_no_verdict_colour(viewer: Viewer) -> None:
     viewer.open(graph="stats", node="Functional.gelu.0.forward")
     page = viewer.page
-    mark = page.locator('#pane-Bench .tree-row.counterpart[data-name="Functional.gelu.0.forward"]')
+    mark = page.locator('#pane-golden .tree-row.counterpart[data-name="Functional.gelu.0.forward"]')
     mark.wait_for()
     table = node_colors(viewer, "stats")  # the warning colour among them
     light = rgb(mark.evaluate("e => getComputedStyle(e).backgroundColor"))
@@ -172,17 +174,17 @@ def test_the_counterpart_mark_is_no_verdict_colour(viewer: Viewer) -> None:
 def test_pass_fills_do_not_glare_in_the_dark_theme(viewer: Viewer) -> None:
     viewer.open(graph="stats")
     page = viewer.page
-    row = viewer.row("NPU", PASS_NODE)
+    row = viewer.row("target", PASS_NODE)
     row.wait_for()
-    assert viewer.label_color("NPU", PASS_NODE) == "rgb(255, 252, 243)"  # the file's colour
+    assert viewer.label_color("target", PASS_NODE) == "rgb(255, 252, 243)"  # the file's colour
     page.locator("#theme-toggle").click()
     page.wait_for_function(
-        "n => document.querySelector(`#pane-NPU .tree-row[data-name='${n}'] .label`)"
+        "n => document.querySelector(`#pane-target .tree-row[data-name='${n}'] .label`)"
         ".style.backgroundColor !== 'rgb(255, 252, 243)'",
         arg=PASS_NODE,
     )
-    fill = rgb(viewer.label_color("NPU", PASS_NODE))
-    panel = rgb(page.locator("#pane-NPU").evaluate("e => getComputedStyle(e).backgroundColor"))
+    fill = rgb(viewer.label_color("target", PASS_NODE))
+    panel = rgb(page.locator("#pane-target").evaluate("e => getComputedStyle(e).backgroundColor"))
     assert luminance(fill) < 0.5, fill
     assert distance(fill, panel) > 30, (fill, panel)  # still a visible fill, not the panel
     text = rgb(row.locator(".label").evaluate("e => getComputedStyle(e).color"))
@@ -195,7 +197,7 @@ def test_pass_fills_do_not_glare_in_the_dark_theme(viewer: Viewer) -> None:
         assert rgb(chip.evaluate("e => getComputedStyle(e).backgroundColor")) == fill
     viewer.shot("14-dark-pass")
     page.locator("#theme-toggle").click()
-    assert viewer.label_color("NPU", PASS_NODE) == "rgb(255, 252, 243)"
+    assert viewer.label_color("target", PASS_NODE) == "rgb(255, 252, 243)"
 
 
 def test_an_unknown_graph_in_the_address_says_so(viewer: Viewer) -> None:
@@ -211,7 +213,7 @@ def test_an_unknown_graph_in_the_address_says_so(viewer: Viewer) -> None:
 def test_badges_say_they_count_leaves(viewer: Viewer) -> None:
     viewer.open(graph="stats")
     page = viewer.page
-    badge = viewer.row("NPU", "Module.head.Sequential.forward.0").locator(".badges .badge").first
+    badge = viewer.row("target", "Module.head.Sequential.forward.0").locator(".badges .badge").first
     badge.wait_for()
     title = str(badge.get_attribute("title"))
     assert "leaf nodes" in title and "filter" in title, title

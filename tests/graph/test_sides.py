@@ -3,7 +3,7 @@
 import pytest
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
-from graphboard.graph.sides import Side
+from graphboard.graph.sides import Side, spoken
 
 
 def test_each_side_is_the_others_other() -> None:
@@ -39,3 +39,15 @@ def test_the_api_takes_our_words_and_msprobes(name: str, side: Side) -> None:
 def test_an_unknown_side_names_the_accepted_words() -> None:
     with pytest.raises(ValueError, match="side 'npu': expected target, golden, NPU or Bench"):
         Side.parse("npu")
+
+
+@pytest.mark.parametrize(
+    ("name", "word"),
+    [("NPU", "target"), ("Bench", "golden"), ("target", "target"), ("golden", "golden")],
+)
+def test_answers_spell_a_side_target_or_golden(name: str, word: str) -> None:
+    assert spoken(name) == word
+
+
+def test_a_data_source_no_side_has_is_spoken_as_it_is() -> None:
+    assert spoken("GPU") == "GPU"

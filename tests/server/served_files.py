@@ -28,7 +28,7 @@ MSPROBE_FILES: dict[str, tuple[str, str]] = {
     "msprobe/convnet-overflow": ("convnet-overflow", "reference"),
     "msprobe/deep/resnet50-build": ("msprobe-resnet50-gpu", "reference-build"),
 }
-Q = {"side": "NPU", "step": 0, "rank": 0}
+Q = {"side": "target", "step": 0, "rank": 0}
 # The per-graph routes that read the nodes of one (side, step, rank): /api/graphs/{graph}/...
 NODE_ROUTES = (
     "children",

@@ -33,8 +33,8 @@ def test_lists_every_file_ours_and_msprobes_with_its_config(client: TestClient) 
     assert stats["config"]["ranks"] == [0] and stats["config"]["steps"] == [0]
     assert "#C7C7C7" in stats["config"]["node_colors"]
     assert [(g["side"], g["step"], g["rank"]) for g in stats["graphs"]] == [
-        ("NPU", 0, 0),
-        ("Bench", 0, 0),
+        ("target", 0, 0),
+        ("golden", 0, 0),
     ]
     assert stats["matched"] == stats["graphs"][0]["matched"]
     ddp = files["ours/convnet-ddp2"]

@@ -144,7 +144,7 @@ def test_node_pairs_both_sides_by_parameter_name(client: TestClient, graph: str)
         == detail["golden"]["node"]["name"]
         == "Functional.gelu.0.forward"
     )
-    assert detail["target"]["side"] == "NPU" and detail["golden"]["side"] == "Bench"
+    assert detail["target"]["side"] == "target" and detail["golden"]["side"] == "golden"
     assert detail["target"]["stack"], "the stack of the call"
     rows = detail["rows"]
     assert [row["key"] for row in rows][:1] == ["input.0"]
@@ -320,8 +320,9 @@ def test_a_side_is_named_target_or_golden_and_msprobes_words_are_aliases(
     by_msprobes = client.get(url, params={**Q, **params, "side": msprobes})
     assert by_our_word.status_code == 200, by_our_word.text
     assert by_our_word.content == by_msprobes.content  # the same bytes
-    if route == "node":  # which still spell the side as msprobe's files do
-        assert f'"side":"{msprobes}"' in by_our_word.text
+    if route == "node":  # which spell the side in our word, however it was asked for
+        assert f'"side":"{ours}"' in by_our_word.text
+        assert f'"side":"{msprobes}"' not in by_our_word.text
 
 
 def test_peers_take_target_as_their_default_side(client: TestClient) -> None:

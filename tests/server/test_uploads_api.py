@@ -94,7 +94,7 @@ def test_compare_upload_builds_and_gives_a_verdict(
     first = verdict["first_error"]
     assert (first["name"], first["side"], first["step"], first["rank"], first["level"]) == (
         "Functional.gelu.0.forward",
-        "NPU",
+        "target",
         0,
         0,
         "error",

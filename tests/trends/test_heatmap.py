@@ -211,7 +211,7 @@ def test_msprobe_file_gives_the_rows_and_nodes_of_graphboards_build(
         ),
         (
             HeatmapQuery(Axis.MODULE, Axis.STEP, Statistic.ERROR, side="Bench"),
-            "side=Bench: statistic=error",
+            "side=golden: statistic=error is the target's (side=target)",
         ),
         (
             HeatmapQuery(Axis.MODULE, Axis.STEP, Statistic.LEVEL, depth=40),

@@ -17,6 +17,7 @@ from graphboard.diagnose.origin import INPUT, OUTPUT, WEIGHT, ParamEvidence, evi
 from graphboard.diagnose.ranks import BORN, RECEIVER, RankState, rank_state
 from graphboard.diagnose.reading import graph_ops
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.graph.sides import Side
 from graphboard.store.graph_views import GraphKey
 from graphboard.store.reader import VisDb, graphs, listing, node_data, tree
 from graphboard.store.rule_columns import MSPROBE
@@ -62,7 +63,7 @@ class Diagnosis:
     node: str | None = None
     node_class: str | None = None  # weight | input | output | nondeterministic | ...
     module: str | None = None
-    side: str = TARGET_SIDE
+    side: str = Side.TARGET.value  # as the answer spells it; the graph key's is TARGET_SIDE
     evidence: list[ParamEvidence] = field(default_factory=list)
     ranks: list[RankOut] = field(default_factory=list)
     also_born: list[int] = field(default_factory=list)  # other ranks it was born on

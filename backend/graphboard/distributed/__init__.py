@@ -1,7 +1,7 @@
 """Communication ops linked across ranks, and a check that the data sent is the data received.
 
 After every (side, step, rank) graph is in the database, ``link_ranks`` pairs the
-``Distributed.*`` nodes of one side (NPU or Bench) and one step across its ranks:
+``Distributed.*`` nodes of one side (target or golden) and one step across its ranks:
 
 * Point-to-point (send, isend, recv, irecv, and each op of a batch_isend_irecv): the k-th
   message rank a sends to rank b pairs with the k-th message b receives from a. Blocking,

@@ -2,7 +2,9 @@
 
 Code speaks of target and golden; msprobe's files spell them ``NPU`` and ``Bench`` (the
 ``data_source`` column of tb_nodes), so those words appear only where that format is read or
-written, through :attr:`Side.data_source` and :meth:`Side.from_data_source`.
+written, through :attr:`Side.data_source` and :meth:`Side.from_data_source`. What graphboard
+says to people and clients (API answers, messages, viewer links) spells a side
+``target``/``golden`` through :func:`spoken`.
 """
 
 from __future__ import annotations
@@ -44,3 +46,11 @@ class Side(Enum):
 _DATA_SOURCE = {Side.TARGET: "NPU", Side.GOLDEN: "Bench"}
 _BY_DATA_SOURCE = {source: side for side, source in _DATA_SOURCE.items()}
 _BY_NAME = {**{side.value: side for side in Side}, **_BY_DATA_SOURCE}
+
+
+def spoken(value: str) -> str:
+    """A side as answers and messages spell it: ``target``/``golden`` for any name
+    :meth:`Side.parse` knows (a graph key's ``NPU``/``Bench`` included); anything else as it is,
+    so a file whose data_source is neither is still listed rather than refused."""
+    found = _BY_NAME.get(value)
+    return found.value if found is not None else value

@@ -36,7 +36,7 @@ class TaskSide:
     """One side of a task: its rank folder, and the label msprobe's format gives its rows."""
 
     dump: RankDir
-    label: str  # graph.model.NPU for the target, BENCH for the golden
+    label: str  # tb_nodes.data_source: Side.TARGET.data_source (NPU) or the golden's (Bench)
     step: int
     rank: int
 

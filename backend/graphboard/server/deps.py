@@ -11,7 +11,7 @@ from fastapi import Path as PathParam
 from sqlalchemy.orm import Session
 
 from graphboard.errors import GraphboardError
-from graphboard.graph.sides import Side
+from graphboard.graph.sides import Side, spoken
 from graphboard.server.catalog import Catalog
 from graphboard.server.errors import InvalidParameters, NotFound, UnreadableFile
 from graphboard.server.paths import InvalidGraphId, UnknownGraph, resolve_graph
@@ -96,7 +96,7 @@ def existing_graph(db: GraphDb, key: GraphKeyDep) -> GraphKey:
     if not graphs.has_graph(db, key):
         config = db.config()
         raise NotFound(
-            f"the file has no {key.side} graph for step {key.step}, rank {key.rank} "
+            f"the file has no {spoken(key.side)} graph for step {key.step}, rank {key.rank} "
             f"(steps {config.steps}, ranks {config.ranks})",
             code="unknown_graph_part",
         )

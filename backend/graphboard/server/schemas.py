@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from annotated_types import Ge, Le
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphboard.verdict.models import LevelName
+from graphboard.verdict.models import LevelName, SideWord
 
 # Steps, ranks, cursors and micro steps are SQLite integers (64-bit): a larger number names
 # nothing and overflows on its way into a query (a 500 and a dropped connection), so
@@ -19,9 +19,6 @@ Index = Annotated[int, Ge(0), Le(MAX_INDEX)]
 # A side as requests name it: target/golden, or msprobe's NPU/Bench as aliases (graph.sides).
 SideName = Literal["target", "golden", "NPU", "Bench"]
 SIDE_DESCRIPTION = "target (-tp) or golden (-gp); NPU and Bench, msprobe's words, also name them"
-# A side as responses spell it: msprobe's data_source, which the viewer's pages and
-# tb_graph_ascend's keys read as they are.
-DataSource = Literal["NPU", "Bench"]
 OverflowName = Literal["medium", "high", "critical"]
 NodeTypeName = Literal["module", "api", "api_collection", "other"]
 
@@ -74,7 +71,7 @@ class GraphConfigOut(ApiModel):
 
 
 class GraphStatsOut(ApiModel):
-    side: DataSource | str
+    side: SideWord
     step: int
     rank: int
     node_count: int
@@ -218,7 +215,7 @@ class ParamRowOut(ApiModel):
 
 
 class NodeSideOut(ApiModel):
-    side: DataSource | str
+    side: SideWord
     node: NodeOut
     stack: list[str]
     parallel_merge_info: list[str]
@@ -227,8 +224,8 @@ class NodeSideOut(ApiModel):
 
 
 class NodeDetailOut(ApiModel):
-    target: NodeSideOut | None = Field(description="the NPU side of the pair")
-    golden: NodeSideOut | None = Field(description="the Bench side of the pair")
+    target: NodeSideOut | None = Field(description="the target (-tp) side of the pair")
+    golden: NodeSideOut | None = Field(description="the golden (-gp) side of the pair")
     rows: list[ParamRowOut]
     reference_golden: str | None = Field(
         default=None,
@@ -282,8 +279,8 @@ class PeersOut(ApiModel):
 class MatchRequest(ApiModel):
     step: Index
     rank: Index
-    target: Annotated[str, Field(min_length=1, max_length=4096, description="NPU node")]
-    golden: Annotated[str, Field(min_length=1, max_length=4096, description="Bench node")]
+    target: Annotated[str, Field(min_length=1, max_length=4096, description="the target's node")]
+    golden: Annotated[str, Field(min_length=1, max_length=4096, description="the golden's node")]
     descendants: bool = Field(
         default=False, description="also pair children, by short name and call order, recursively"
     )

@@ -30,7 +30,9 @@ _CHANGE_COUNTER = slice(24, 28)  # SQLite header: bumped by every commit in roll
 
 @dataclass(frozen=True, slots=True)
 class GraphKey:
-    """One graph of a file: a side (``NPU`` / ``Bench``), a step and a rank."""
+    """One graph of a file: a side, a step and a rank. ``side`` is the graph's key in msprobe's
+    tables (tb_nodes.data_source: ``NPU`` / ``Bench``, :attr:`graph.sides.Side.data_source`);
+    what the API and messages show goes through :func:`graph.sides.spoken`."""
 
     side: str
     step: int

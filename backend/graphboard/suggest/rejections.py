@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE
+from graphboard.graph.sides import spoken
 from graphboard.matching.access import MatchingSettings, writing
 from graphboard.refusals import NotFound
 from graphboard.store.reader import GraphKey, VisDb, graphs, node_data
@@ -43,8 +44,7 @@ def check_rejection(db: VisDb, step: int, rank: int, target: str, golden: str) -
                 code="unknown_graph_part",
             )
         if not node_data.orders_of_names(db, key, [name]):
-            what = "target (NPU)" if side == TARGET_SIDE else "golden (Bench)"
-            raise NotFound(f"no {what} node named {name!r}", code="unknown_node")
+            raise NotFound(f"no {spoken(side)} node named {name!r}", code="unknown_node")
 
 
 def reject(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from graphboard.dump.records import Param
-from graphboard.graph.sides import Side
+from graphboard.graph.sides import Side, spoken
 from graphboard.store import rule_columns
 from graphboard.store.reader import FileConfig, GraphKey, VisDb, node_data, overlay
 from graphboard.store.reader import graphs as reader_graphs
@@ -69,7 +69,7 @@ class HeatmapQuery:
     rows: Axis
     cols: Axis
     statistic: Statistic
-    side: str = TARGET  # NPU | Bench | diff (target minus golden)
+    side: str = TARGET  # a graph key's side (TARGET, GOLDEN) or DIFFERENCE (target minus golden)
     depth: int | None = None  # None: the model's layers
     pass_: Pass | None = None  # the pass a cell reads (not with cols=pass); None: forward
     step: int | None = None  # the step shown when steps are not an axis; None: the first
@@ -310,8 +310,10 @@ def _check(query: HeatmapQuery, config: FileConfig) -> None:
         raise HeatmapRefused("module: only for rows=rank&cols=step")
     if query.cols is Axis.PASS and query.pass_ is not None:
         raise HeatmapRefused("pass: the passes are the columns of rows=module&cols=pass")
+    # refusals name the side as the request may: target/golden, not the graph key's word
+    side = spoken(query.side)
     if query.side not in TARGET_OF:
-        raise HeatmapRefused(f"side={query.side}: one of NPU, Bench, diff")
+        raise HeatmapRefused(f"side={side}: one of target, golden, diff")
     if query.statistic not in RAW_STATISTICS:
         if not config.compare:
             raise HeatmapRefused(
@@ -320,7 +322,7 @@ def _check(query: HeatmapQuery, config: FileConfig) -> None:
             )
         if query.side != TARGET:
             raise HeatmapRefused(
-                f"side={query.side}: statistic={query.statistic} is the target's (side=NPU)"
+                f"side={side}: statistic={query.statistic} is the target's (side=target)"
             )
     elif query.side != TARGET and not config.compare:
-        raise HeatmapRefused(f"side={query.side}: a build has only the target side (NPU)")
+        raise HeatmapRefused(f"side={side}: a build has only the target side")

@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from graphboard.graph.sides import spoken
 
 LevelName = Literal["pass", "warning", "error"]
+# A side as answers spell it. Code holds a graph's side as its key into msprobe's tables
+# (tb_nodes.data_source: NPU/Bench); the model turns that into our word, so no route spells the
+# mapping again. Any other value (a file whose data_source is neither) is shown as it is.
+SideWord = Annotated[Literal["target", "golden"] | str, BeforeValidator(spoken)]
 
 
 class VerdictModel(BaseModel):
@@ -45,7 +51,7 @@ class WorstMetricOut(VerdictModel):
 
 class FirstErrorOut(VerdictModel):
     name: str
-    side: str
+    side: SideWord
     step: int
     rank: int
     level: LevelName = Field(description="error, or warning when no node introduces an error")

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from graphboard.graph.model import TARGET_SIDE
+from graphboard.graph.sides import spoken
 from graphboard.store.reader import GraphKey
 
 
@@ -15,6 +16,6 @@ def viewer_url(graph: str, key: GraphKey | None = None, node: str | None = None)
     query: dict[str, Any] = {"graph": graph}
     if key is not None and node is not None:
         query.update(step=key.step, rank=key.rank, node=node)
-        if key.side != TARGET_SIDE:
-            query["side"] = key.side
+        if key.side != TARGET_SIDE:  # the viewer's own default
+            query["side"] = spoken(key.side)
     return "/?" + urlencode(query)

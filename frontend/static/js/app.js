@@ -14,12 +14,12 @@ import { HelpOverlay } from './panels/help_overlay.js';
 import { renderLegend } from './panels/legend.js';
 import { MatchPanel } from './panels/match_panel.js';
 import { SearchPanel } from './panels/search_panel.js';
+import { GOLDEN, OTHER, SIDES, TARGET } from './sides.js';
 import { createStore } from './state.js';
 import { STORAGE, save, saved } from './storage.js';
 import { TreePane } from './tree/tree_pane.js';
 import { buildUrlSearch, parseUrlState, rulesFor, rulesParam } from './url_state.js';
 
-const OTHER = { NPU: 'Bench', Bench: 'NPU' };
 export class App {
   constructor(doc = document, { api = createApi() } = {}) {
     this.doc = doc;
@@ -63,7 +63,7 @@ export class App {
       return { mode, theme, levelColors: level, overflowColors: overflow };
     };
     this.panes = {};
-    for (const side of ['NPU', 'Bench']) {
+    for (const side of SIDES) {
       this.panes[side] = new TreePane({
         side,
         host: doc.querySelector(`#pane-${side} .tree-host`),
@@ -181,14 +181,14 @@ export class App {
       rank: wanted.rank,
       microStep: wanted.micro ?? -1,
       node: file.id === wanted.graph ? wanted.node : null,
-      side: wanted.side ?? 'NPU',
+      side: wanted.side ?? TARGET,
     });
   }
 
   /** A selector changed: keep what still applies, reload the rest. */
   changeView(change) {
     const state = this.store.get();
-    const next = { graph: state.graph, step: state.step, rank: state.rank, microStep: state.microStep, node: null, side: 'NPU', ...change };
+    const next = { graph: state.graph, step: state.step, rank: state.rank, microStep: state.microStep, node: null, side: TARGET, ...change };
     if (change.graph && change.graph !== state.graph) Object.assign(next, { step: null, rank: null, microStep: -1 });
     // Keep the selected node across step / rank when the other graph has it too.
     if (!change.graph && state.selection) Object.assign(next, { node: state.selection.name, side: state.selection.side });
@@ -199,7 +199,7 @@ export class App {
    * Load a file at a step and rank, both panes, and then reveal and select `node`. Every
    * later step waits for the data it needs (no timers), and a newer call wins.
    */
-  async openView({ graph, step, rank, microStep = -1, node = null, side = 'NPU' }) {
+  async openView({ graph, step, rank, microStep = -1, node = null, side = TARGET }) {
     const generation = ++this.viewGeneration;
     const files = this.store.get().files;
     let file = files.find((item) => item.id === graph) ?? null;
@@ -223,12 +223,12 @@ export class App {
     this.menu.close();
     const compare = config?.graph_type === 'compare';
     this.doc.querySelector('#panes').classList.toggle('single', !compare);
-    this.doc.querySelector('#pane-Bench').hidden = !compare;
+    this.doc.querySelector(`#pane-${GOLDEN}`).hidden = !compare;
     this.filePanel.show(file, this.store.get());
     this.detailPanel.showEmpty();
-    const loads = [this.panes.NPU.load(this.context())];
-    if (compare) loads.push(this.panes.Bench.load(this.context()));
-    else this.panes.Bench.clear();
+    const loads = [this.panes[TARGET].load(this.context())];
+    if (compare) loads.push(this.panes[GOLDEN].load(this.context()));
+    else this.panes[GOLDEN].clear();
     this.filterPanel.reset();
     this.searchPanel.reset();
     this.matchPanel.reset();
@@ -236,7 +236,7 @@ export class App {
     this.writeUrl();
     await Promise.all(loads);
     if (generation !== this.viewGeneration) return;
-    if (node) await this.selectNode(compare ? side : 'NPU', node, { scroll: 'center' });
+    if (node) await this.selectNode(compare ? side : TARGET, node, { scroll: 'center' });
     file = null;
   }
 
@@ -299,9 +299,9 @@ export class App {
     const { graph, step, rank } = this.context();
     if (!graph) return;
     try {
-      const located = await this.api.firstError(graph, { side: 'NPU', step, rank });
+      const located = await this.api.firstError(graph, { side: TARGET, step, rank });
       if (!located.node) return this.showStatus(this.t('actions.noFirstError'));
-      await this.selectNode('NPU', located.node.name, { scroll: 'center', focus: true });
+      await this.selectNode(TARGET, located.node.name, { scroll: 'center', focus: true });
     } catch (error) {
       this.showStatus(this.t('status.loadFailed', { message: error.message }));
     }
@@ -336,7 +336,7 @@ export class App {
   }
 
   async afterMatchChange({ targets, goldens }) {
-    await Promise.all([this.panes.NPU.refreshNodes(targets), this.panes.Bench.refreshNodes(goldens)]);
+    await Promise.all([this.panes[TARGET].refreshNodes(targets), this.panes[GOLDEN].refreshNodes(goldens)]);
     const selection = this.store.get().selection;
     if (selection) {
       this.detailPanel.show(selection.side, selection.name, this.panes[selection.side].model.get(selection.name));
@@ -364,7 +364,7 @@ export class App {
     if (this.compare && data?.counterpart) items.push({ label: this.t('menu.counterpart'), action: () => this.selectNode(OTHER[side], data.counterpart) });
     if (data?.child_count) items.push({ label: this.t('menu.worst'), action: () => this.drillToWorst(side, name) });
     if (this.compare && this.store.get().file?.writable) {
-      items.push({ label: this.t(side === 'NPU' ? 'menu.pickTarget' : 'menu.pickGolden'), action: () => this.matchPanel.setPick(side, name) });
+      items.push({ label: this.t(side === TARGET ? 'menu.pickTarget' : 'menu.pickGolden'), action: () => this.matchPanel.setPick(side, name) });
     }
     items.push({ label: this.t('menu.copy'), action: () => navigator.clipboard?.writeText(name) });
     items.push({ separator: true }, { heading: this.t('menu.peers') });
@@ -464,8 +464,8 @@ export class App {
         o: () => this.store.set({ mode: this.store.get().mode === 'precision' ? 'overflow' : 'precision' }),
         t: () => this.toggleTheme(),
         l: () => this.toggleLanguage(),
-        '[': () => this.panes.NPU.host.focus(),
-        ']': () => this.compare && this.panes.Bench.host.focus(),
+        '[': () => this.panes[TARGET].host.focus(),
+        ']': () => this.compare && this.panes[GOLDEN].host.focus(),
       };
       const action = actions[event.key];
       if (!action) return;

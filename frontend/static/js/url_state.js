@@ -1,6 +1,8 @@
 // The view in the address bar: ?graph=<file id>&step=&rank=&node=[&side=][&micro=][&rules=]
 // so that a reload or a shared link lands on the same view.
 
+import { GOLDEN, parseSide } from './sides.js';
+
 function intOr(value, fallback) {
   if (value === null || value === '' || !/^-?\d+$/.test(value)) return fallback;
   return Number(value);
@@ -21,7 +23,7 @@ export function parseUrlState(search) {
     step: intOr(params.get('step'), null),
     rank: intOr(params.get('rank'), null),
     node: params.get('node') || null,
-    side: side === 'Bench' ? 'Bench' : side === 'NPU' ? 'NPU' : null,
+    side: parseSide(side), // target/golden, or msprobe's NPU/Bench of an older link
     micro: intOr(params.get('micro'), null),
   };
 }
@@ -41,7 +43,7 @@ export function rulesFor(wanted, file) {
   return wanted === 'msprobe' ? 'msprobe' : fallback;
 }
 
-/** The query string of a view; the defaults (side NPU, all micro-steps, the file's rule set:
+/** The query string of a view; the defaults (the target side, all micro-steps, the file's rule set:
  * the caller passes rules null) are left out. */
 export function buildUrlSearch({ graph, step, rank, node, side, micro, rules }) {
   const params = new URLSearchParams();
@@ -49,7 +51,7 @@ export function buildUrlSearch({ graph, step, rank, node, side, micro, rules }) 
   if (step !== null && step !== undefined) params.set('step', String(step));
   if (rank !== null && rank !== undefined) params.set('rank', String(rank));
   if (node) params.set('node', node);
-  if (side === 'Bench') params.set('side', side);
+  if (side === GOLDEN) params.set('side', side);
   if (micro !== null && micro !== undefined && micro >= 0) params.set('micro', String(micro));
   if (rules === 'dtype-aware' || rules === 'msprobe') params.set('rules', rules);
   const text = params.toString();

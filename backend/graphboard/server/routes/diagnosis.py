@@ -11,11 +11,13 @@ from fastapi.responses import Response
 from pydantic import Field
 
 from graphboard.diagnose.answer import diagnose
+from graphboard.graph.sides import Side
 from graphboard.server import schemas
 from graphboard.server.deps import GraphDb, GraphId
 from graphboard.server.errors import NotFound
 from graphboard.server.schemas import ApiModel
 from graphboard.store.graph_views import GraphKey
+from graphboard.verdict.models import SideWord
 from graphboard.verdict.url import viewer_url
 
 router = APIRouter(prefix="/api/graphs", tags=["graphs"], responses=schemas.ERRORS)
@@ -63,7 +65,7 @@ class DiagnosisOut(ApiModel):
         description="weight, input, output, nondeterministic, uncaptured_input or error"
     )
     module: str | None
-    side: str
+    side: SideWord
     evidence: list[EvidenceOut]
     ranks: list[RankOut] = Field(description="each rank's state, in a multi-rank run")
     also_born: list[int]
@@ -77,7 +79,7 @@ class DiagnosisOut(ApiModel):
 def _answer(db: GraphDb, graph: str, mode: str) -> dict[str, Any]:
     found = diagnose(db, mode).as_json()
     if found["node"] is not None and found["step"] is not None and found["rank"] is not None:
-        key = GraphKey(found["side"], found["step"], found["rank"])
+        key = GraphKey(Side.parse(found["side"]).data_source, found["step"], found["rank"])
         found["url"] = viewer_url(graph, key, found["node"])
     else:
         found["url"] = viewer_url(graph)

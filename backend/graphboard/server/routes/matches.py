@@ -50,7 +50,7 @@ def _skipped(item: matching.Skipped) -> schemas.SkippedOut:
 def add_match(
     request: schemas.MatchRequest, path: GraphFilePath, settings: SettingsDep, db: GraphDb
 ) -> schemas.MatchOut:
-    """Pair a target (NPU) node with a golden (Bench) node, with their forward/backward twins
+    """Pair a target node with a golden node, with their forward/backward twins
     and optionally their descendants (by short name and call order), scored by the builder's
     engine. Saved in graphboard's own tables inside the file; undo with ``/matches/undo``."""
     outcome = matching.pair(

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from graphboard.compare.rule_sets import MSPROBE
-from graphboard.graph.sides import Side
+from graphboard.graph.sides import Side, spoken
 from graphboard.server import present, schemas
 from graphboard.server.deps import Cursor, ExistingGraph, GraphDb, NodeName, PageLimit, Rank, Step
 from graphboard.server.errors import NotFound
@@ -25,7 +25,8 @@ def require_node(db: VisDb, key: GraphKey, name: str, rules: str = MSPROBE) -> N
     found = summaries.summary(db, key, name, rules)
     if found is None:
         raise NotFound(
-            f"no {key.side} node {name!r} in step {key.step}, rank {key.rank}", code="unknown_node"
+            f"no {spoken(key.side)} node {name!r} in step {key.step}, rank {key.rank}",
+            code="unknown_node",
         )
     return found
 
@@ -177,7 +178,7 @@ def peers(
     key = GraphKey(Side.parse(side).data_source, step, rank)
     if not graphs.has_graph(db, key):
         raise NotFound(
-            f"the file has no {key.side} graph for step {step}, rank {rank}",
+            f"the file has no {spoken(key.side)} graph for step {step}, rank {rank}",
             code="unknown_graph_part",
         )
     require_node(db, key, name)

@@ -81,7 +81,7 @@ def _proposals(db: VisDb, step: int, rank: int, under: str | None) -> Proposals:
     if under is not None and not node_data.orders_of_names(
         db, GraphKey(TARGET_SIDE, step, rank), [under]
     ):
-        raise NotFound(f"no target (NPU) node named {under!r}", code="unknown_node")
+        raise NotFound(f"no target node named {under!r}", code="unknown_node")
     return propose(db, step, rank, rejected=rejected(db, step, rank), under=under)
 
 

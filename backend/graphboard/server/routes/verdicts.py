@@ -60,7 +60,7 @@ def rule_verdict(db: GraphDb, key: ExistingGraph, name: NodeName) -> RuleVerdict
     per parameter the measured difference beside the noise band, and why the node passes
     or introduces an error."""
     if key.side != TARGET_SIDE:
-        raise InvalidParameters("verdicts are the target's: ask with side=NPU")
+        raise InvalidParameters("verdicts are the target's: ask with side=target")
     if summaries.summary(db, key, name) is None:
         raise NotFound(f"no node {name!r}", code="unknown_node")
     found = explain_stored(db, key, name)

@@ -236,9 +236,9 @@ def manual_pairs(db: VisDb, step: int, rank: int) -> list[ManualPair]:
         ManualPair(str(target), str(golden), precision, label_of_code(level))
         for target, golden, precision, level in db.conn.execute(
             f"SELECT node_name, counterpart, precision_index, level FROM main.{matches.OVERLAY_TABLE} "
-            "WHERE data_source = 'NPU' AND step = ? AND rank = ? AND manual = 1 AND matched = 1 "
+            "WHERE data_source = ? AND step = ? AND rank = ? AND manual = 1 AND matched = 1 "
             "ORDER BY node_order",
-            (step, rank),
+            (Side.TARGET.data_source, step, rank),
         )
     ]
 

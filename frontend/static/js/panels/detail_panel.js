@@ -6,6 +6,7 @@ import { renderStatsChart, purgeChart } from '../charts/stats_chart.js';
 import { themedFill } from '../colors.js';
 import { el, setChildren } from '../dom.js';
 import { formatNumber } from '../format.js';
+import { GOLDEN, TARGET } from '../sides.js';
 import { buildIoTable, statText, visibleGroups } from './io_table.js';
 import { renderRankStats } from './rank_table.js';
 import { renderRuleVerdict } from './rule_verdict.js';
@@ -53,7 +54,7 @@ export class DetailPanel {
       // the target's judged nodes only: a row without a level (unmatched, nothing to judge)
       // or an API collection (its level is its children's) has no working, and asking would
       // be a 404 on every such click now that dtype-aware is the default
-      const judged = side === 'NPU' && (!row || (row.level !== null && row.level !== undefined && row.type !== 9));
+      const judged = side === TARGET && (!row || (row.level !== null && row.level !== undefined && row.type !== 9));
       const [detail, ruleVerdict] = await Promise.all([
         this.api.node(graph, key, name),
         this.rules() === 'dtype-aware' && judged ? this.api.ruleVerdict(graph, key, name).catch(() => null) : null,
@@ -133,8 +134,8 @@ export class DetailPanel {
     return el(
       'header',
       { className: 'detail-header' },
-      sideBlock(detail.target, this.t('side.target'), 'NPU'),
-      sideBlock(detail.golden, this.t('side.golden'), 'Bench'),
+      sideBlock(detail.target, this.t('side.target'), TARGET),
+      sideBlock(detail.golden, this.t('side.golden'), GOLDEN),
     );
   }
 

@@ -3,6 +3,7 @@
 
 import { el, setChildren } from '../dom.js';
 import { formatCount } from '../format.js';
+import { TARGET } from '../sides.js';
 
 export class FilePanel {
   constructor(root, { t, onChange }) {
@@ -58,7 +59,7 @@ export class FilePanel {
   describe(file, view) {
     if (!file) return '';
     if (file.error) return this.t('file.unreadable', { reason: file.error });
-    const graph = file.graphs.find((g) => g.side === 'NPU' && g.step === view.step && g.rank === view.rank);
+    const graph = file.graphs.find((g) => g.side === TARGET && g.step === view.step && g.rank === view.rank);
     const params = {
       type: file.config.graph_type,
       mode: file.config.data_mode ?? '–',

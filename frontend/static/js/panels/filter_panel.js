@@ -2,6 +2,7 @@
 // paged) in execution order, step through them; each pick reveals the node in its pane.
 
 import { formatCount } from '../format.js';
+import { TARGET } from '../sides.js';
 import { ResultList } from '../widgets/result_list.js';
 
 export class FilterPanel {
@@ -49,7 +50,7 @@ export class FilterPanel {
     this.overflowSet.disabled = !overflow;
     this.overflowSet.title = overflow ? '' : this.t('filter.noOverflow');
     this.sideSelect.disabled = !compare;
-    if (!compare) this.sideSelect.value = 'NPU';
+    if (!compare) this.sideSelect.value = TARGET;
     this.recolor();
     const stats = file?.graphs?.find((g) => g.side === this.side && g.step === step && g.rank === rank);
     // The file listing counts by msprobe's rules; under another rule set the counts come

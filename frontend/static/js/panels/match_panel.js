@@ -3,6 +3,7 @@
 // import msprobe's .vis.config. The app recolours the trees from the answers.
 
 import { el, setChildren } from '../dom.js';
+import { GOLDEN, OTHER, SIDES, TARGET } from '../sides.js';
 import { ResultList } from '../widgets/result_list.js';
 import { SuggestionsPanel } from './suggestions_panel.js';
 
@@ -15,7 +16,7 @@ export class MatchPanel {
     this.onPick = onPick; // (side, name): reveal and select in the tree
     this.onChanged = onChanged; // ({targets, goldens}) after any change
     this.notify = notify;
-    this.picks = { NPU: null, Bench: null };
+    this.picks = { [TARGET]: null, [GOLDEN]: null };
     this.queue = Promise.resolve(); // the actions asked for, run one after another
     this.pending = 0;
     this.build();
@@ -50,8 +51,8 @@ export class MatchPanel {
     this.controls = el(
       'div',
       { className: 'match-controls' },
-      el('div', { className: 'pick-row' }, el('span', { className: 'pick-label' }, t('match.target')), this.targetField, useSelected('NPU')),
-      el('div', { className: 'pick-row' }, el('span', { className: 'pick-label' }, t('match.golden')), this.goldenField, useSelected('Bench')),
+      el('div', { className: 'pick-row' }, el('span', { className: 'pick-label' }, t('match.target')), this.targetField, useSelected(TARGET)),
+      el('div', { className: 'pick-row' }, el('span', { className: 'pick-label' }, t('match.golden')), this.goldenField, useSelected(GOLDEN)),
       el('label', { className: 'toggle' }, this.descendants, ' ', t('match.descendants')),
       el('div', { className: 'button-row' }, this.matchButton, this.unmatchButton, this.undoButton),
       el('div', { className: 'button-row' }, this.exportLink, importLabel, this.importInput),
@@ -64,8 +65,8 @@ export class MatchPanel {
     );
     setChildren(this.host, el('h3', {}, t('match.title')), this.notice, this.controls);
     this.lists = {
-      NPU: new ResultList(this.targetList, { t, colorOf: (item) => item.color, onPick: (item) => this.pickFromList('NPU', item.name) }),
-      Bench: new ResultList(this.goldenList, { t, colorOf: (item) => item.color, onPick: (item) => this.pickFromList('Bench', item.name) }),
+      [TARGET]: new ResultList(this.targetList, { t, colorOf: (item) => item.color, onPick: (item) => this.pickFromList(TARGET, item.name) }),
+      [GOLDEN]: new ResultList(this.goldenList, { t, colorOf: (item) => item.color, onPick: (item) => this.pickFromList(GOLDEN, item.name) }),
     };
     this.getSelection = () => null;
   }
@@ -80,7 +81,7 @@ export class MatchPanel {
     const { file, graph, step, rank } = this.context();
     const compare = file?.config?.graph_type === 'compare';
     const writable = Boolean(file?.writable);
-    this.picks = { NPU: null, Bench: null };
+    this.picks = { [TARGET]: null, [GOLDEN]: null };
     this.showPicks();
     this.message.textContent = '';
     this.controls.hidden = !compare;
@@ -99,7 +100,7 @@ export class MatchPanel {
       return Promise.resolve();
     }
     return Promise.all(
-      ['NPU', 'Bench'].map((side) =>
+      SIDES.map((side) =>
         this.lists[side].reset((cursor) => this.api.filter(graph, { side, step, rank }, { unmatched: true, cursor, limit: 200 })),
       ),
     );
@@ -112,7 +113,7 @@ export class MatchPanel {
     if (data.matched === false) this.picks[side] = data.name;
     else if (data.matched && data.counterpart) {
       this.picks[side] = data.name;
-      this.picks[side === 'NPU' ? 'Bench' : 'NPU'] = data.counterpart;
+      this.picks[OTHER[side]] = data.counterpart;
     }
     this.showPicks();
   }
@@ -137,10 +138,10 @@ export class MatchPanel {
   }
 
   showPicks() {
-    this.targetField.textContent = this.picks.NPU ?? '–';
-    this.targetField.title = this.picks.NPU ?? '';
-    this.goldenField.textContent = this.picks.Bench ?? '–';
-    this.goldenField.title = this.picks.Bench ?? '';
+    this.targetField.textContent = this.picks[TARGET] ?? '–';
+    this.targetField.title = this.picks[TARGET] ?? '';
+    this.goldenField.textContent = this.picks[GOLDEN] ?? '–';
+    this.goldenField.title = this.picks[GOLDEN] ?? '';
   }
 
   /** Run the actions in the order they were asked for, each after the previous one's write
@@ -188,7 +189,7 @@ export class MatchPanel {
    * What it acts on is read at the click, not when its turn in the queue comes. */
   pair(request, doneKey) {
     const { graph, step, rank } = this.context();
-    const { NPU: target, Bench: golden } = this.picks;
+    const { [TARGET]: target, [GOLDEN]: golden } = this.picks;
     const descendants = this.descendants.checked;
     return this.run(async () => {
       if (!target || !golden) {

@@ -2,6 +2,7 @@
 // requests are debounced and older answers dropped, results paged and stepped through.
 
 import { debounce } from '../debounce.js';
+import { TARGET } from '../sides.js';
 import { ResultList } from '../widgets/result_list.js';
 
 export const SEARCH_DELAY_MS = 200;
@@ -38,7 +39,7 @@ export class SearchPanel {
   reset() {
     const compare = this.context().file?.config?.graph_type === 'compare';
     this.sideSelect.disabled = !compare;
-    if (!compare) this.sideSelect.value = 'NPU';
+    if (!compare) this.sideSelect.value = TARGET;
     return this.run();
   }
 

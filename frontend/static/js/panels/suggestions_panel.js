@@ -4,6 +4,7 @@
 // a rejected pair is remembered by the file and not proposed again.
 
 import { el, setChildren } from '../dom.js';
+import { GOLDEN, TARGET } from '../sides.js';
 
 export const SHOWN = 200; // rows drawn at once: the rest come with "accept all" or a refresh
 
@@ -105,7 +106,7 @@ export class SuggestionsPanel {
     return el(
       'li',
       { className: 'suggestion', dataset: { target: item.target, golden: item.golden } },
-      el('div', { className: 'suggestion-pair' }, node('NPU', item.target), el('span', { className: 'muted' }, ' ↔ '), node('Bench', item.golden)),
+      el('div', { className: 'suggestion-pair' }, node(TARGET, item.target), el('span', { className: 'muted' }, ' ↔ '), node(GOLDEN, item.golden)),
       el('div', { className: 'suggestion-meta' },
         el('span', { className: 'suggestion-confidence', title: String(item.confidence) }, percent(item.confidence)),
         el('button', { type: 'button', className: 'small-button suggestion-accept', disabled: !this.writable, onclick: () => this.accept(item) }, t('suggest.accept')),

@@ -11,7 +11,7 @@ export const MORE_PAGE = 1000; // each further page while scrolling a wide level
 
 export class TreePane {
   /**
-   * @param {{side: 'NPU'|'Bench', host: HTMLElement, api: object, t: Function,
+   * @param {{side: 'target'|'golden', host: HTMLElement, api: object, t: Function,
    *   view: () => {mode: string, theme: string, levelColors: object, overflowColors: object},
    *   onSelect?: Function, onToggle?: Function, onContextMenu?: Function, onError?: Function}} options
    */

@@ -5,6 +5,7 @@
 import { createApi } from '../api.js';
 import { el, setChildren } from '../dom.js';
 import { Page } from '../page.js';
+import { GOLDEN, TARGET, parseSide } from '../sides.js';
 import { buildUrlSearch, indexParam } from '../url_state.js';
 import { cellCenter, renderHeatmap, rowLabel } from './heatmap_chart.js';
 
@@ -15,6 +16,7 @@ export const VIEWS = {
   'module-pass': { rows: 'module', cols: 'pass' },
 };
 const COMPARE_ONLY = ['excess', 'error', 'level'];
+const DIFFERENCE = 'diff'; // the side a heatmap may show besides the two: target minus golden
 const PASSES = ['forward', 'backward', 'parameters_grad'];
 
 /** The statistic a compare opens on: graphboard's excess over the noise band, which points
@@ -34,7 +36,7 @@ export function parseTrendsState(search) {
     graph: params.get('graph') || null,
     view: Object.hasOwn(VIEWS, view ?? '') ? view : null,
     statistic: params.get('statistic') || null,
-    side: ['NPU', 'Bench', 'diff'].includes(params.get('side')) ? params.get('side') : null,
+    side: params.get('side') === DIFFERENCE ? DIFFERENCE : parseSide(params.get('side')),
     pass: PASSES.includes(pass) ? pass : null,
     depth: indexParam(params.get('depth')),
     step: indexParam(params.get('step')),
@@ -63,7 +65,7 @@ export function cellTarget(state, answer, row, col) {
   if (!node) return null;
   const step = cols === 'step' ? answer.cols[col] : answer.step;
   const rank = rows === 'rank' ? answer.rows[row] : cols === 'rank' ? answer.cols[col] : answer.rank;
-  const side = state.side === 'Bench' && !COMPARE_ONLY.includes(state.statistic) ? 'Bench' : 'NPU';
+  const side = state.side === GOLDEN && !COMPARE_ONLY.includes(state.statistic) ? GOLDEN : TARGET;
   return `/${buildUrlSearch({ graph: state.graph, step, rank, node, side })}`;
 }
 
@@ -145,7 +147,7 @@ export class TrendsPage extends Page {
       state.statistic = defaultStatistic(this.file);
       this.defaulted = true; // a file built before the excess was stored: error instead
     }
-    if (!state.side || (!compare && state.side !== 'NPU')) state.side = 'NPU';
+    if (!state.side || (!compare && state.side !== TARGET)) state.side = TARGET;
     state.pass = state.pass ?? 'forward';
     if (!config.steps.includes(state.step)) state.step = config.steps[0] ?? 0;
     if (!config.ranks.includes(state.rank)) state.rank = config.ranks[0] ?? 0;
