@@ -67,7 +67,7 @@ def one_level_apart(walk: _Walk, tp: int, gp: int, confidence: float) -> list[tu
     found: list[tuple[int, int]] = []
     t_left = walk.grey(walk.t, tp, walk.proposed) if tp >= 0 else []
     if t_left:
-        where = f"one level apart: under {walk.t.names[tp]}, inside the partner of a sibling"
+        where = f"one level apart: under {walk.t.names[tp]}, inside the counterpart of a sibling"
         found += walk.pair_lists(
             t_left,
             _below_counterparts(walk, tp, True),
@@ -78,7 +78,7 @@ def one_level_apart(walk: _Walk, tp: int, gp: int, confidence: float) -> list[tu
         )
     g_left = walk.grey(walk.g, gp, walk.taken) if gp >= 0 else []
     if g_left:
-        where = f"one level apart: under {walk.g.names[gp]}, inside the partner of a sibling"
+        where = f"one level apart: under {walk.g.names[gp]}, inside the counterpart of a sibling"
         found += walk.pair_lists(
             _below_counterparts(walk, gp, False),
             g_left,
