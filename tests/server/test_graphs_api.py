@@ -111,3 +111,10 @@ def test_openapi_documents_every_route(client: TestClient) -> None:
     ):
         assert f"/api/graphs/{{graph}}/{suffix}" in paths
     assert client.get("/docs").status_code == 200
+
+
+def test_openapi_names_each_model_once(client: TestClient) -> None:
+    """Two models of one name make FastAPI name both by their module path
+    (graphboard__verdict__models__DiagnosisOut): a client generator's names would follow."""
+    names = client.get("/openapi.json").json()["components"]["schemas"]
+    assert [name for name in names if "__" in name] == []

@@ -50,9 +50,9 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
     return f"{db.path.name}: no target graph at {asked or 'any step'}; the file holds {shown}"
 
 
-def _diagnosis(db: VisDb, rules: str) -> models.DiagnosisOut:
+def _diagnosis(db: VisDb, rules: str) -> models.DiagnosisSummaryOut:
     # the answer's fields the verdict shows, read off the diagnosis by name
-    return models.DiagnosisOut.model_validate(diagnose(db, rules=rules), from_attributes=True)
+    return models.DiagnosisSummaryOut.model_validate(diagnose(db, rules=rules), from_attributes=True)
 
 
 def verdict(

@@ -61,7 +61,7 @@ class FirstErrorOut(VerdictModel):
     )
 
 
-class DiagnosisOut(VerdictModel):
+class DiagnosisSummaryOut(VerdictModel):
     """Where inf/NaN was born, the first non-deterministic op, or the first error."""
 
     kind: str = Field(description="overflow, nondeterminism, first_error or none")
@@ -85,7 +85,7 @@ class VerdictOut(VerdictModel):
     overflow: OverflowOut = Field(description="nodes per overflow level, target side")
     first_error: FirstErrorOut | None
     url: str = Field(description="viewer URL (relative to the server) opening the first error")
-    diagnosis: DiagnosisOut | None = Field(
+    diagnosis: DiagnosisSummaryOut | None = Field(
         default=None,
         description="graphboard diagnose's answer (GET /api/graphs/{graph}/diagnosis in full)",
     )

@@ -38,7 +38,7 @@ class EvidenceOut(ApiModel):
     note: str | None = Field(description="e.g. whose parameter it is, or which run")
 
 
-class PeerOut(ApiModel):
+class CollectivePeerOut(ApiModel):
     rank: int
     node: str | None
     inputs_bad: bool | None = Field(description="its inputs to the collective held inf/NaN")
@@ -51,7 +51,7 @@ class RankOut(ApiModel):
     kind: str | None = Field(description="weight, input or output")
     collective: str | None = Field(description="the first communication op holding inf/NaN")
     collective_inputs_bad: bool | None
-    peers: list[PeerOut] = Field(description="that collective's linked calls on other ranks")
+    peers: list[CollectivePeerOut] = Field(description="that collective's linked calls on other ranks")
 
 
 class DiagnosisOut(ApiModel):
