@@ -1,6 +1,7 @@
-"""A table written straight into SQLite's format (accel/_btree.c) must be the file SQLite
-itself would hold: the same rows and types, every index in SQLite's order, and a clean
-``PRAGMA integrity_check``. (The sinks, compiled and not, are compared in test_sink.py.)"""
+"""A table written straight into SQLite's format (graphboard_btree._btree, the package
+packages/graphboard-btree) must be the file SQLite itself would hold: the same rows and types,
+every index in SQLite's order, and a clean ``PRAGMA integrity_check``. (The sinks, compiled and
+not, are compared in test_sink.py; random rows and schemas in the package's own tests.)"""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from graphboard.pipeline import BuildOptions, plan_build
 from graphboard.pipeline.task import run_task
 from graphboard.store import schema
 
-_btree = pytest.importorskip("graphboard.accel._btree", reason="the compiled writer is not built")
+_btree = pytest.importorskip(
+    "graphboard_btree._btree",
+    reason="the compiled writer (packages/graphboard-btree) is not installed",
+)
 
 _DDL = (
     "CREATE TABLE t (id TEXT PRIMARY KEY, a INTEGER, b TEXT, c INTEGER, d TEXT, e INTEGER)",
@@ -217,7 +221,7 @@ def test_spill_bytes_must_be_positive(tmp_path: Path) -> None:
 # A full disk for one process: a file size limit, SIGXFSZ ignored so the write fails instead.
 _FULL_DISK = """
 import resource, signal, sys
-from graphboard.accel import _btree
+from graphboard_btree import _btree
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 21, resource.RLIM_INFINITY))
 table = _btree.TableFile(sys.argv[1], "tTi", [(True, (0,)), (False, (2, 1))], spill_bytes=int(sys.argv[2]))

@@ -23,6 +23,14 @@ NODES_FAILURE = "writing the nodes table"
 
 _INT64 = 2**63
 
+# What the compiled writer (packages/graphboard-btree, built apart) is handed and must agree
+# with: NodesLayout's form (affinity letters, (unique, columns) indexes, sqlite_schema rows),
+# what a row may hold and the words of a refusal below. It states the version it was built
+# for, and accel refuses one built for another. Bump this and its _btree.c's LAYOUT_VERSION
+# together when any of them changes (tb_nodes' own columns and indexes are not in it: they are
+# handed over as data).
+LAYOUT_VERSION = 1
+
 
 @dataclass(frozen=True, slots=True)
 class NodesLayout:

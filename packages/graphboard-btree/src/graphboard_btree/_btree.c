@@ -40,6 +40,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The tb_nodes layout this writer was made for: graphboard's store/node_rows.py states the one
+ * it hands over (LAYOUT_VERSION: how NodesLayout, a row and a refusal look) and will not use a
+ * writer built for another. Bump both together. */
+#define LAYOUT_VERSION 1
+
 #define MAX_COLUMNS 64
 #define MAX_INDEXES 16
 #define RUN_BYTES (1 << 20) /* a Writer's run of page numbers, and its buffer */
@@ -1876,7 +1881,7 @@ static PyGetSetDef builder_getset[] = {
 
 static PyTypeObject BuilderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "graphboard.accel._btree.TableFile",
+    .tp_name = "graphboard_btree._btree.TableFile",
     .tp_basicsize = sizeof(Builder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "TableFile(path, affinities, indexes, page_size=4096): a new SQLite file holding "
@@ -1901,6 +1906,10 @@ PyMODINIT_FUNC PyInit__btree(void) {
     if (PyType_Ready(&BuilderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "LAYOUT_VERSION", LAYOUT_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "TableFile", (PyObject *)&BuilderType) < 0) {
         Py_DECREF(&BuilderType);
