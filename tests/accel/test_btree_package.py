@@ -45,11 +45,11 @@ def test_the_installed_package_states_the_layout_graphboard_writes() -> None:
 
 
 def test_the_layout_version_is_bumped_with_what_it_covers() -> None:
-    """A tripwire: NodesLayout's form as of LAYOUT_VERSION 1. Changing it needs a writer built
+    """A tripwire: NodesLayout's form as of LAYOUT_VERSION 2. Changing it needs a writer built
     for the new form: bump node_rows.LAYOUT_VERSION and _btree.c's together, then this."""
     fields = {field.name: str(field.type) for field in dataclasses.fields(node_rows.NodesLayout)}
     assert (LAYOUT_VERSION, fields) == (
-        1,
+        2,
         {
             "affinities": "str",
             "indexes": "list[tuple[bool, tuple[int, ...]]]",

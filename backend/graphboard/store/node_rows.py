@@ -29,7 +29,7 @@ _INT64 = 2**63
 # for, and accel refuses one built for another. Bump this and its _btree.c's LAYOUT_VERSION
 # together when any of them changes (tb_nodes' own columns and indexes are not in it: they are
 # handed over as data).
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: NaN in a NOT NULL column refused, as SQLite does
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +131,13 @@ def refusal(rows: Sequence[Any], indexed: bool) -> str | None:
                     continue
                 return f"row {row[0]!r}, column {column}: {value!r} does not fit 64 bits"
             elif isinstance(value, float):
-                # stored as an integer when whole, NaN as NULL; else a real, which an index
-                # may not hold
+                # stored as an integer when whole, NaN as NULL (which a NOT NULL column
+                # refuses); else a real, which an index may not hold
+                if value != value and affinities[column].islower():
+                    return (
+                        f"row {row[0]!r}, column {column}: got {value!r}, stored as NULL,"
+                        " which the column may not hold"
+                    )
                 whole = value != value or (value.is_integer() and -_INT64 < value < _INT64)
                 if whole or column not in sorted_columns:
                     continue

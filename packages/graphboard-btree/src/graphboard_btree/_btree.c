@@ -43,7 +43,7 @@
 /* The tb_nodes layout this writer was made for: graphboard's store/node_rows.py states the one
  * it hands over (LAYOUT_VERSION: how NodesLayout, a row and a refusal look) and will not use a
  * writer built for another. Bump both together. */
-#define LAYOUT_VERSION 1
+#define LAYOUT_VERSION 2
 
 #define MAX_COLUMNS 64
 #define MAX_INDEXES 16
@@ -862,7 +862,12 @@ static int to_value(const char *affinity, PyObject *row, int column, Value *v) {
     } else if (PyFloat_Check(o)) {
         /* INTEGER affinity: a real that is a whole number is stored as an integer. */
         double d = PyFloat_AS_DOUBLE(o);
-        if (isnan(d)) { /* SQLite stores NaN as NULL */
+        if (isnan(d)) { /* SQLite stores NaN as NULL, which a NOT NULL column refuses */
+            if (affinity[column] == 'i') {
+                PyErr_Format(PyExc_TypeError, "row %R, column %d: got %R, stored as NULL, which the column may not hold",
+                             PyTuple_GET_ITEM(row, 0), column, o);
+                return -1;
+            }
             v->kind = 0;
             return 0;
         }
@@ -1258,6 +1263,14 @@ static int same_but_rowid(const uint8_t *a, size_t a_length, const uint8_t *b, s
     return a_length == b_length && memcmp(a, b, a_length - 9) == 0;
 }
 
+/* Whether a key holds a NULL among its values (its rowid, last, never is). */
+static int key_has_null(const uint8_t *key, size_t length) {
+    const uint8_t *end = key + length;
+    for (const uint8_t *p = key; p != NULL && p < end; p = key_skip_value(p, end))
+        if (*p == TAG_NULL) return 1;
+    return 0;
+}
+
 /* Record a unique index's duplicate key (a copy, in ``index->keys``) for raise_failure. */
 static int fail_duplicate(Index *index, const uint8_t *key, size_t length) {
     Bytes copy = {0};
@@ -1386,7 +1399,10 @@ static const uint8_t *merged_key_at(void *context, size_t i, size_t *size) {
         return NULL;
     }
     RunReader *r = m->heap[0];
-    if (index->unique && m->taken.size && same_but_rowid(m->taken.data, m->taken.size, r->key, r->length)) {
+    /* Keys with a NULL are never the same key: SQLite's unique indexes hold any number of them
+     * (a TEXT PRIMARY KEY too, which SQLite lets hold NULL) */
+    if (index->unique && m->taken.size && same_but_rowid(m->taken.data, m->taken.size, r->key, r->length) &&
+        !key_has_null(r->key, r->length)) {
         fail_duplicate(index, r->key, r->length);
         return NULL;
     }
