@@ -101,6 +101,7 @@ static int bytes_reserve(Bytes *b, size_t extra) {
 }
 
 static int bytes_append(Bytes *b, const void *src, size_t n) {
+    if (n == 0) return 0; /* an empty buffer's data may be NULL, which memcpy may not take */
     if (bytes_reserve(b, n) < 0) return -1;
     memcpy(b->data + b->size, src, n);
     b->size += n;
@@ -230,7 +231,7 @@ static int encode_record(Bytes *out, const Value *values, int count) {
             memcpy(&bits, &v->real, 8);
             put_be(p, bits, 8);
             p += 8;
-        } else if (v->kind == 3) {
+        } else if (v->kind == 3 && v->length > 0) { /* an empty key text may be NULL */
             memcpy(p, v->text, (size_t)v->length);
             p += v->length;
         }
@@ -1312,7 +1313,7 @@ enum { RUN_BUFFER = 1 << 18 };
 static int reader_fill(RunReader *r, size_t want) {
     size_t unread = r->buffer.size - r->start;
     if (unread >= want || r->next == r->end) return 0;
-    memmove(r->buffer.data, r->buffer.data + r->start, unread);
+    if (unread > 0) memmove(r->buffer.data, r->buffer.data + r->start, unread); /* no buffer yet: NULL */
     r->buffer.size = unread;
     r->start = 0;
     size_t rest = unread + (size_t)(r->end - r->next); /* no more than the run holds */
@@ -1725,7 +1726,7 @@ static int compare_numbers(const void *a, const void *b) {
  * pages); those at the end of the file are dropped instead. */
 static int write_freelist(Pages *pages, uint32_t *free_pages, uint32_t *first_trunk) {
     size_t count = pages->unused_count;
-    qsort(pages->unused, count, sizeof(uint32_t), compare_numbers);
+    if (count > 1) qsort(pages->unused, count, sizeof(uint32_t), compare_numbers); /* NULL when none */
     for (;;) { /* unused pages at the end go, and the lock-byte page if it comes last */
         if (count > 0 && pages->unused[count - 1] == pages->next - 1)
             count--;
