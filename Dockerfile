@@ -1,7 +1,8 @@
 # graphboard's image: the API server (`graphboard serve`) and the Celery build workers
 # (`graphboard worker`) run from it; docker-compose.yml wires them to PostgreSQL and Redis.
-# The wheel: graphboard has one compiled part (store/_render.c), built where a compiler is;
-# the image that runs carries no compiler.
+# The wheels: graphboard's, with its compiled part (accel/_render.c), and graphboard-btree's
+# (packages/graphboard-btree: tb_nodes written straight into SQLite's format), both built where
+# a compiler is; the image that runs carries no compiler.
 FROM python:3.11-slim AS wheel
 RUN apt-get update \
     && apt-get install -y --no-install-recommends g++ \
@@ -9,8 +10,9 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY backend ./backend
+COPY packages/graphboard-btree ./packages/graphboard-btree
 RUN pip install --no-cache-dir --disable-pip-version-check wheel \
-    && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+    && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . ./packages/graphboard-btree
 
 FROM python:3.11-slim
 

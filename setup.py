@@ -1,9 +1,11 @@
-"""The optional compiled parts, all in graphboard/accel/ (see its __init__.py): msprobe's
+"""graphboard's optional compiled part, in graphboard/accel/ (see its __init__.py): msprobe's
 display strings (_render.c, with _floats.cpp for Python's float repr through libstdc++'s
-std::to_chars) and tb_nodes written straight into SQLite's file format (_btree.c).
+std::to_chars).
 
-Each is ``optional``: without a working compiler (``CC=false CXX=false pip install .``) it is
-skipped and graphboard runs its Python for that stage. Everything else is in pyproject.toml.
+It is ``optional``: without a working compiler (``CC=false CXX=false pip install .``) it is
+skipped and graphboard runs its Python for that stage. tb_nodes written straight into SQLite's
+file format (_btree.c) is a package of its own, packages/graphboard-btree, built and installed
+apart (scripts/setup installs it). Everything else is in pyproject.toml.
 """
 
 from setuptools import Extension, setup
@@ -17,12 +19,6 @@ setup(
             "graphboard.accel._render",
             [f"{ACCEL}/_render.c", f"{ACCEL}/_floats.cpp"],
             language="c++",  # links libstdc++
-            extra_compile_args=FLAGS,
-            optional=True,
-        ),
-        Extension(
-            "graphboard.accel._btree",
-            [f"{ACCEL}/_btree.c"],
             extra_compile_args=FLAGS,
             optional=True,
         ),

@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=8)
     args = parser.parse_args()
     if not accel.active()["btree"]:
-        raise SystemExit("graphboard.accel._btree is not built here: nothing to compare")
+        raise SystemExit("graphboard_btree._btree is not installed here: nothing to compare")
     golden = synthetic("layers256-golden", "--layers", "256") / "step0" / "rank0"
     target = (
         synthetic("layers256-target", "--layers", "256", "--variant", "target") / "step0" / "rank0"

@@ -103,7 +103,12 @@ def test_dockerfile_builds_the_wheel_with_a_compiler_and_runs_it_without() -> No
     _, build, run = re.split(r"^FROM ", text, flags=re.MULTILINE)  # two stages
     assert build.startswith("python:3.11-slim AS wheel")
     assert "g++" in build and "COPY pyproject.toml setup.py README.md ./" in build
-    assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ." in build
+    assert "COPY packages/graphboard-btree ./packages/graphboard-btree" in build
+    # graphboard's wheel and the compiled tb_nodes writer's, which the default install holds
+    assert (
+        "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels . ./packages/graphboard-btree"
+        in build
+    )
     lines = [line.strip() for line in run.splitlines()]
     installs = [line for line in lines if line.startswith("RUN pip install")]
     assert installs == [
@@ -115,3 +120,4 @@ def test_dockerfile_builds_the_wheel_with_a_compiler_and_runs_it_without() -> No
     assert "GRAPHBOARD_TEMPLATES_DIR=/app/frontend/templates" in run
     ignored = (REPO / ".dockerignore").read_text()
     assert "!backend/" in ignored and "!frontend/" in ignored and "!setup.py" in ignored
+    assert "!packages/graphboard-btree/" in ignored

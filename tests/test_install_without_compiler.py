@@ -1,5 +1,7 @@
 """``CC=false CXX=false pip install .`` works: every compiled part is skipped, the wheel holds
-only Python, and the installed ``graph_build`` builds what the compiled path builds.
+only Python, and the installed ``graph_build`` builds what the compiled path builds. The
+compiled tb_nodes writer, a package of its own (packages/graphboard-btree), cannot be built
+there at all: graphboard then writes tb_nodes through SQLite (tests/test_pure_path.py).
 
 The wheel is built from a copy of the build inputs (the checkout's build/ may hold extensions
 built earlier, which setuptools would reuse), without the network and without build isolation
@@ -16,13 +18,14 @@ import sys
 import sysconfig
 import zipfile
 from collections.abc import Iterator
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 
 from build_runs import build_side_by_side, environment
 from fixture_cases import fixture_path
-from graphboard.accel import PARTS
+from graphboard.accel import MODULES
 from test_cli import COMMAND
 from vis_db_support import assert_same_vis_db
 
@@ -33,6 +36,8 @@ COMPILED_SUFFIXES = (".so", ".pyd", ".dylib")
 PIP_ENV = {"PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_CACHE_DIR": "1"}
 # the venv's processes see no PYTHONPATH, which could name the checkout's graphboard
 INSTALLED_ENV = environment(pure=False, dropped=("PYTHONPATH",))
+# the compiled parts graphboard's own setup.py builds; the others are packages of their own
+OWN_PARTS = [name for name, module in MODULES.items() if module.startswith("graphboard.")]
 
 
 def _run(command: list[str | Path], **env: str) -> subprocess.CompletedProcess[str]:
@@ -107,8 +112,8 @@ def test_the_wheel_builds_without_a_compiler_and_holds_no_compiled_module(
     wheel_build: tuple[Path, str],
 ) -> None:
     wheel, log = wheel_build
-    for name in PARTS:  # each one tried and skipped, not taken from an earlier build
-        assert f'building extension "graphboard.accel._{name}" failed' in log, name
+    for name in OWN_PARTS:  # each one tried and skipped, not taken from an earlier build
+        assert f'building extension "{MODULES[name]}" failed' in log, name
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     assert "graphboard/accel/__init__.py" in names
@@ -127,7 +132,21 @@ def test_the_venv_imports_the_wheels_graphboard_with_no_compiled_part(venv: Path
     assert run.returncode == 0, run.stderr
     where, parts = run.stdout.splitlines()
     assert Path(where) == _site_packages(venv) / "graphboard" / "__init__.py"
-    assert parts == str(sorted((name, False) for name in PARTS))
+    # graphboard_btree, where this venv's dependencies have it, is not the wheel's: a machine
+    # without a compiler has none (below)
+    own = {name: False for name in OWN_PARTS}
+    assert parts == str(sorted({**own, "btree": find_spec("graphboard_btree") is not None}.items()))
+
+
+def test_the_btree_package_does_not_install_without_a_compiler(workdir: Path) -> None:
+    source = workdir / "btree-source"
+    ignored = shutil.ignore_patterns("build", "tests", "*.egg-info", "__pycache__", "*.so")
+    shutil.copytree(REPO / "packages" / "graphboard-btree", source, ignore=ignored)
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation"]
+    run = _run([*pip_wheel, "-w", workdir / "btree-wheels", source], CC="false", CXX="false")
+    assert run.returncode != 0  # not optional: no wheel without its module
+    assert "building 'graphboard_btree._btree' extension" in run.stdout + run.stderr
+    assert not list((workdir / "btree-wheels").glob("*.whl"))
 
 
 def test_the_installed_graph_build_makes_the_compiled_paths_file(

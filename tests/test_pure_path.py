@@ -8,6 +8,7 @@ The two builds of a case run side by side, as two processes.
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from importlib.util import find_spec
@@ -17,7 +18,7 @@ import pytest
 
 from build_runs import build_side_by_side, environment
 from fixture_cases import fixture_path
-from graphboard.accel import PARTS
+from graphboard.accel import MODULES, PURE_ENV
 from test_cli import COMMAND
 from vis_db_support import assert_same_vis_db
 
@@ -54,8 +55,15 @@ FIXTURE_CASES: dict[str, list[Argument]] = {
 PROBE_TASKS = ("statistics", "tensor")
 
 
+def _installed(module: str) -> bool:
+    try:
+        return find_spec(module) is not None
+    except ModuleNotFoundError:  # its package is not installed
+        return False
+
+
 def _compiled_parts_built() -> bool:
-    return any(find_spec(f"graphboard.accel._{name}") is not None for name in PARTS)
+    return any(_installed(module) for module in MODULES.values())
 
 
 def build_both(args: list[str], out: Path) -> tuple[Path, Path]:
@@ -125,7 +133,7 @@ out, cases = sys.argv[1:]
 for index, case in enumerate(json.loads(cases)):
     code = graph_build_main([*case, "-o", f"{out}/{index}", "-q", "--workers", "1"])
     assert code == 0, case
-print(json.dumps(sorted(name for name in sys.modules if name.startswith("graphboard.accel._"))))
+print(json.dumps(sorted(name for name in sys.modules if name.startswith(("graphboard.accel._", "graphboard_btree")))))
 """
 
 
@@ -144,3 +152,50 @@ def test_the_pure_path_loads_no_compiled_module(tmp_path: Path) -> None:
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout.strip().splitlines()[-1]) == []
+
+
+# graph_build with the compiled tb_nodes writer (packages/graphboard-btree) not installed, or
+# installed but built for another tb_nodes layout (refused by accel, with a line on stderr).
+_WITHOUT_BTREE = """
+import sys
+if sys.argv.pop(1) == "absent":
+    sys.modules["graphboard_btree"] = None  # importing it fails, as when it is not installed
+else:
+    import graphboard_btree._btree
+    graphboard_btree._btree.LAYOUT_VERSION = -1
+from graphboard.cli import graph_build_command
+graph_build_command()
+"""
+
+
+def _schema_order(path: Path) -> list[str]:
+    """sqlite_schema's names in rowid order: the compiled writer's file lists tb_nodes' indexes
+    right after it, SQLite's lists them after the other tables (docs/differences.md)."""
+    with sqlite3.connect(path) as conn:
+        names = [row[0] for row in conn.execute("SELECT name FROM sqlite_schema ORDER BY rowid")]
+    conn.close()
+    return names
+
+
+@pytest.mark.parametrize("why", ["absent", "another layout"])
+def test_without_the_btree_package_a_build_is_the_one_graphboard_pure_btree_makes(
+    why: str, tmp_path: Path
+) -> None:
+    installed = _installed(MODULES["btree"])
+    if why != "absent" and not installed:
+        pytest.skip("graphboard-btree is not installed here")
+    # one rank (its part is the file) in one process (--workers 1: the module is hidden in
+    # this one only)
+    args = [*_arguments("convnet-stats"), "--workers", "1"]
+    runs = {
+        "without": ([sys.executable, "-c", _WITHOUT_BTREE, why], environment(pure=False)),
+        "pure-btree": (COMMAND, {**environment(pure=False), PURE_ENV: "btree"}),
+    }
+    if installed:
+        runs["default"] = (COMMAND, environment(pure=False))
+    paths = build_side_by_side(runs, args, tmp_path)
+    assert_same_vis_db(paths["without"], paths["pure-btree"], ("without", "pure-btree"))
+    # and written the same way: by SQLite, not by the compiled writer the default uses
+    assert _schema_order(paths["without"]) == _schema_order(paths["pure-btree"])
+    if installed:
+        assert _schema_order(paths["default"]) != _schema_order(paths["pure-btree"])

@@ -9,7 +9,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME_STAMP = ".venv/.graphboard-install"
 DEV_STAMP = ".venv/.graphboard-install-dev"
+BTREE = "packages/graphboard-btree"
+BTREE_SOURCE = f"{BTREE}/src/graphboard_btree/_btree.c"
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +32,9 @@ def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def checkout(tmp_path: Path, bare_venv: Path) -> Path:
-    """What setup reads: its scripts, the build files, the C sources, one .py and the built
-    extensions; .venv a link to the pip-less venv."""
+    """What setup reads: its scripts, the build files, the C sources, one .py, the built
+    extensions and the package built apart; .venv a copy of the pip-less venv, holding that
+    package's compiled module as an install would."""
     for name in (
         "scripts/setup",
         "scripts/install_stamp.sh",
@@ -45,7 +50,15 @@ def checkout(tmp_path: Path, bare_venv: Path) -> Path:
             copy = tmp_path / source.relative_to(REPO)
             copy.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, copy)
+    ignored = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.so")
+    shutil.copytree(REPO / BTREE, tmp_path / BTREE, ignore=ignored)
     shutil.copytree(bare_venv, tmp_path / ".venv", symlinks=True)
+    installed = find_spec("graphboard_btree._btree")
+    if installed is None or installed.origin is None:
+        pytest.skip("graphboard-btree is not installed here (no C compiler): setup never skips")
+    site_packages = Path(sysconfig.get_path("purelib", vars={"base": str(tmp_path / ".venv")}))
+    (site_packages / "graphboard_btree").mkdir(parents=True)
+    shutil.copy2(installed.origin, site_packages / "graphboard_btree")
     return tmp_path
 
 
@@ -89,6 +102,10 @@ def test_a_recorded_install_is_skipped_while_only_python_files_change(checkout: 
     init = checkout / "backend/graphboard/__init__.py"
     init.write_text(init.read_text() + "\n# edited\n")
     assert_skips(checkout)  # editable: .py files are served from backend/ as they are
+    fuzz = checkout / BTREE / "tests/test_edited.py"  # the package's tests are not installed
+    fuzz.parent.mkdir(exist_ok=True)
+    fuzz.write_text("# edited\n")
+    assert_skips(checkout)
 
 
 def test_the_dev_install_holds_the_runtime_one(checkout: Path) -> None:
@@ -105,7 +122,11 @@ def _edit(path: str) -> Callable[[Path], None]:
 
 
 def _remove_a_built_extension(checkout: Path) -> None:
-    next((checkout / "backend").rglob("_btree.*.so")).unlink()
+    next((checkout / "backend").rglob("_render.*.so")).unlink()
+
+
+def _uninstall_the_btree_package(checkout: Path) -> None:
+    next((checkout / ".venv").rglob("graphboard_btree/_btree.*.so")).unlink()
 
 
 @pytest.mark.parametrize(
@@ -113,12 +134,29 @@ def _remove_a_built_extension(checkout: Path) -> None:
     [
         _edit("pyproject.toml"),
         _edit("setup.py"),
-        _edit("backend/graphboard/accel/_btree.c"),
+        _edit("backend/graphboard/accel/_render.c"),
         _edit("backend/graphboard/accel/_floats.cpp"),
         _edit("scripts/setup"),
         _remove_a_built_extension,
+        _edit(BTREE_SOURCE),
+        _edit(f"{BTREE}/pyproject.toml"),
+        _edit(f"{BTREE}/setup.py"),
+        _edit(f"{BTREE}/src/graphboard_btree/__init__.py"),
+        _uninstall_the_btree_package,
     ],
-    ids=["pyproject", "setup.py", "C source", "C++ source", "setup script", "extension gone"],
+    ids=[
+        "pyproject",
+        "setup.py",
+        "C source",
+        "C++ source",
+        "setup script",
+        "extension gone",
+        "btree C source",
+        "btree pyproject",
+        "btree setup.py",
+        "btree .py",
+        "btree package gone",
+    ],
 )
 def test_a_changed_build_input_reinstalls(checkout: Path, change: Callable[[Path], None]) -> None:
     record_install(checkout, RUNTIME_STAMP)

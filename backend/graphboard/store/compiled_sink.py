@@ -1,4 +1,5 @@
-"""tb_nodes written by the compiled B-tree writer (accel/_btree.c), behind store/sink.py.
+"""tb_nodes written by the compiled B-tree writer (graphboard_btree._btree, the package
+packages/graphboard-btree), behind store/sink.py.
 
 SQLite spends most of a part's writing time keeping tb_nodes' primary key and msprobe's
 indexes; ``_btree.TableFile`` packs the rows into table pages as they come and builds every
@@ -42,7 +43,7 @@ class CompiledSink:
 
     def __init__(self, path: Path, indexed: bool) -> None:
         if _btree is None:
-            raise RuntimeError("graphboard.accel._btree is not built")
+            raise RuntimeError("graphboard_btree._btree is not installed (or is refused)")
         self.path = path
         layout = nodes_layout()
         count = len(layout.indexes) if indexed else 1

@@ -23,6 +23,14 @@ NODES_FAILURE = "writing the nodes table"
 
 _INT64 = 2**63
 
+# What the compiled writer (packages/graphboard-btree, built apart) is handed and must agree
+# with: NodesLayout's form (affinity letters, (unique, columns) indexes, sqlite_schema rows),
+# what a row may hold and the words of a refusal below. It states the version it was built
+# for, and accel refuses one built for another. Bump this and its _btree.c's LAYOUT_VERSION
+# together when any of them changes (tb_nodes' own columns and indexes are not in it: they are
+# handed over as data).
+LAYOUT_VERSION = 2  # 2: NaN in a NOT NULL column refused, as SQLite does
+
 
 @dataclass(frozen=True, slots=True)
 class NodesLayout:
@@ -123,8 +131,13 @@ def refusal(rows: Sequence[Any], indexed: bool) -> str | None:
                     continue
                 return f"row {row[0]!r}, column {column}: {value!r} does not fit 64 bits"
             elif isinstance(value, float):
-                # stored as an integer when whole, NaN as NULL; else a real, which an index
-                # may not hold
+                # stored as an integer when whole, NaN as NULL (which a NOT NULL column
+                # refuses); else a real, which an index may not hold
+                if value != value and affinities[column].islower():
+                    return (
+                        f"row {row[0]!r}, column {column}: got {value!r}, stored as NULL,"
+                        " which the column may not hold"
+                    )
                 whole = value != value or (value.is_integer() and -_INT64 < value < _INT64)
                 if whole or column not in sorted_columns:
                     continue

@@ -1,6 +1,10 @@
-# One table and its indexes written straight into SQLite's file format (_btree.c); see store/compiled_sink.py.
+# One table and its indexes written straight into SQLite's file format (_btree.c); graphboard
+# uses it through store/compiled_sink.py.
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+# the tb_nodes layout (graphboard's store/node_rows.py LAYOUT_VERSION) it was built for
+LAYOUT_VERSION: int
 
 class TableFile:
     rows: int

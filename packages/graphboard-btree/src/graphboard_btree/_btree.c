@@ -40,6 +40,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The tb_nodes layout this writer was made for: graphboard's store/node_rows.py states the one
+ * it hands over (LAYOUT_VERSION: how NodesLayout, a row and a refusal look) and will not use a
+ * writer built for another. Bump both together. */
+#define LAYOUT_VERSION 2
+
 #define MAX_COLUMNS 64
 #define MAX_INDEXES 16
 #define RUN_BYTES (1 << 20) /* a Writer's run of page numbers, and its buffer */
@@ -96,6 +101,7 @@ static int bytes_reserve(Bytes *b, size_t extra) {
 }
 
 static int bytes_append(Bytes *b, const void *src, size_t n) {
+    if (n == 0) return 0; /* an empty buffer's data may be NULL, which memcpy may not take */
     if (bytes_reserve(b, n) < 0) return -1;
     memcpy(b->data + b->size, src, n);
     b->size += n;
@@ -225,7 +231,7 @@ static int encode_record(Bytes *out, const Value *values, int count) {
             memcpy(&bits, &v->real, 8);
             put_be(p, bits, 8);
             p += 8;
-        } else if (v->kind == 3) {
+        } else if (v->kind == 3 && v->length > 0) { /* an empty key text may be NULL */
             memcpy(p, v->text, (size_t)v->length);
             p += v->length;
         }
@@ -857,7 +863,12 @@ static int to_value(const char *affinity, PyObject *row, int column, Value *v) {
     } else if (PyFloat_Check(o)) {
         /* INTEGER affinity: a real that is a whole number is stored as an integer. */
         double d = PyFloat_AS_DOUBLE(o);
-        if (isnan(d)) { /* SQLite stores NaN as NULL */
+        if (isnan(d)) { /* SQLite stores NaN as NULL, which a NOT NULL column refuses */
+            if (affinity[column] == 'i') {
+                PyErr_Format(PyExc_TypeError, "row %R, column %d: got %R, stored as NULL, which the column may not hold",
+                             PyTuple_GET_ITEM(row, 0), column, o);
+                return -1;
+            }
             v->kind = 0;
             return 0;
         }
@@ -1253,6 +1264,14 @@ static int same_but_rowid(const uint8_t *a, size_t a_length, const uint8_t *b, s
     return a_length == b_length && memcmp(a, b, a_length - 9) == 0;
 }
 
+/* Whether a key holds a NULL among its values (its rowid, last, never is). */
+static int key_has_null(const uint8_t *key, size_t length) {
+    const uint8_t *end = key + length;
+    for (const uint8_t *p = key; p != NULL && p < end; p = key_skip_value(p, end))
+        if (*p == TAG_NULL) return 1;
+    return 0;
+}
+
 /* Record a unique index's duplicate key (a copy, in ``index->keys``) for raise_failure. */
 static int fail_duplicate(Index *index, const uint8_t *key, size_t length) {
     Bytes copy = {0};
@@ -1294,7 +1313,7 @@ enum { RUN_BUFFER = 1 << 18 };
 static int reader_fill(RunReader *r, size_t want) {
     size_t unread = r->buffer.size - r->start;
     if (unread >= want || r->next == r->end) return 0;
-    memmove(r->buffer.data, r->buffer.data + r->start, unread);
+    if (unread > 0) memmove(r->buffer.data, r->buffer.data + r->start, unread); /* no buffer yet: NULL */
     r->buffer.size = unread;
     r->start = 0;
     size_t rest = unread + (size_t)(r->end - r->next); /* no more than the run holds */
@@ -1381,7 +1400,10 @@ static const uint8_t *merged_key_at(void *context, size_t i, size_t *size) {
         return NULL;
     }
     RunReader *r = m->heap[0];
-    if (index->unique && m->taken.size && same_but_rowid(m->taken.data, m->taken.size, r->key, r->length)) {
+    /* Keys with a NULL are never the same key: SQLite's unique indexes hold any number of them
+     * (a TEXT PRIMARY KEY too, which SQLite lets hold NULL) */
+    if (index->unique && m->taken.size && same_but_rowid(m->taken.data, m->taken.size, r->key, r->length) &&
+        !key_has_null(r->key, r->length)) {
         fail_duplicate(index, r->key, r->length);
         return NULL;
     }
@@ -1704,7 +1726,7 @@ static int compare_numbers(const void *a, const void *b) {
  * pages); those at the end of the file are dropped instead. */
 static int write_freelist(Pages *pages, uint32_t *free_pages, uint32_t *first_trunk) {
     size_t count = pages->unused_count;
-    qsort(pages->unused, count, sizeof(uint32_t), compare_numbers);
+    if (count > 1) qsort(pages->unused, count, sizeof(uint32_t), compare_numbers); /* NULL when none */
     for (;;) { /* unused pages at the end go, and the lock-byte page if it comes last */
         if (count > 0 && pages->unused[count - 1] == pages->next - 1)
             count--;
@@ -1876,7 +1898,7 @@ static PyGetSetDef builder_getset[] = {
 
 static PyTypeObject BuilderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "graphboard.accel._btree.TableFile",
+    .tp_name = "graphboard_btree._btree.TableFile",
     .tp_basicsize = sizeof(Builder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "TableFile(path, affinities, indexes, page_size=4096): a new SQLite file holding "
@@ -1901,6 +1923,10 @@ PyMODINIT_FUNC PyInit__btree(void) {
     if (PyType_Ready(&BuilderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL) return NULL;
+    if (PyModule_AddIntConstant(m, "LAYOUT_VERSION", LAYOUT_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&BuilderType);
     if (PyModule_AddObject(m, "TableFile", (PyObject *)&BuilderType) < 0) {
         Py_DECREF(&BuilderType);

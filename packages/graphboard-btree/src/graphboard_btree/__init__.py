@@ -1,0 +1,7 @@
+"""graphboard's compiled tb_nodes writer, built and installed apart from graphboard.
+
+``graphboard_btree._btree.TableFile`` writes one table and its indexes straight into SQLite's
+file format (_btree.c says how). graphboard reaches it only through ``accel.compiled("btree")``,
+which takes it when its ``LAYOUT_VERSION`` is the one graphboard's store/node_rows.py states
+and writes tb_nodes through SQLite otherwise (or when it is not installed).
+"""
