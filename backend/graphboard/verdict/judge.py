@@ -52,7 +52,9 @@ def _no_graph(db: VisDb, step: int | None, rank: int | None) -> str:
 
 def _diagnosis(db: VisDb, rules: str) -> models.DiagnosisSummaryOut:
     # the answer's fields the verdict shows, read off the diagnosis by name
-    return models.DiagnosisSummaryOut.model_validate(diagnose(db, rules=rules), from_attributes=True)
+    return models.DiagnosisSummaryOut.model_validate(
+        diagnose(db, rules=rules), from_attributes=True
+    )
 
 
 def verdict(

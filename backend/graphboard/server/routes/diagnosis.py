@@ -51,7 +51,9 @@ class RankOut(ApiModel):
     kind: str | None = Field(description="weight, input or output")
     collective: str | None = Field(description="the first communication op holding inf/NaN")
     collective_inputs_bad: bool | None
-    peers: list[CollectivePeerOut] = Field(description="that collective's linked calls on other ranks")
+    peers: list[CollectivePeerOut] = Field(
+        description="that collective's linked calls on other ranks"
+    )
 
 
 class DiagnosisOut(ApiModel):
