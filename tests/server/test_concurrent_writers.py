@@ -83,6 +83,17 @@ def _match_state(path: Path, cache: Path) -> dict[str, list[object]]:
         return state
 
 
+def _undo_every_action(path: Path, settings: Settings) -> int:
+    """Undo the file's actions one by one until nothing is left to undo; how many."""
+    undone = 0
+    while True:
+        try:
+            matching.undo(path, settings, 0, 0)
+        except Conflict:
+            return undone
+        undone += 1
+
+
 def test_two_servers_and_a_command_writing_one_file_never_corrupt_it(
     compare: Path, tmp_path: Path
 ) -> None:
@@ -166,14 +177,7 @@ def test_two_servers_and_a_command_writing_one_file_never_corrupt_it(
             assert node_data.orders_of_names(db, GraphKey(TARGET_SIDE, 0, 0), [pair.target])
             assert node_data.orders_of_names(db, GraphKey(GOLDEN_SIDE, 0, 0), [pair.golden])
         assert len(target) and len(golden)
-    undone = 0
-    while True:
-        try:
-            matching.undo(path, settings, 0, 0)
-        except Conflict:
-            break
-        undone += 1
-    assert undone == len(standing)
+    assert _undo_every_action(path, settings) == len(standing)
     with open_vis_db(path, settings.cache_dir) as db:
         assert overlay.manual_pairs(db, 0, 0) == []
     assert _match_state(path, settings.cache_dir) == before
@@ -393,13 +397,6 @@ def test_a_server_and_tb_graph_ascend_writing_one_file_never_corrupt_it(
     with open_vis_db(path, settings.cache_dir) as db:
         standing = [a for a in overlay.match_history(db, 0, 0) if a.undone_at is None]
         assert len(overlay.match_history(db, 0, 0)) >= OPERATIONS // 2  # the server did write
-    undone = 0
-    while True:
-        try:
-            matching.undo(path, settings, 0, 0)
-        except Conflict:
-            break
-        undone += 1
-    assert undone == len(standing)
+    assert _undo_every_action(path, settings) == len(standing)
     assert _match_state(path, settings.cache_dir) == before
     _read_everything(path)
