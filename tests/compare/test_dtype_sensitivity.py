@@ -230,3 +230,35 @@ def test_a_powers_backward_reweights_its_gradient_by_the_derivatives_spread() ->
     verdicts = score_graph(far, DataMode.SUMMARY)
     assert verdicts.verdict["Torch.rsqrt.0.backward"] is Verdict.ERROR
     assert "Torch.rsqrt.0.backward" in verdicts.introduced
+
+
+def _half(stats: tuple[float, float, float, float], dtype: str, key: str) -> Param:
+    role = Role.OUTPUT if key.startswith("output") else Role.INPUT
+    return Param(key, role, "torch.Tensor", dtype, (2, 16, 256), *stats, is_tensor=True)
+
+
+def test_rounding_below_fp16s_smallest_normal_is_absolute() -> None:
+    """An fp16 gradient of rms 2.54e-6 (its elements subnormals, multiples of 2^-24 = 6e-8):
+    its Mean 2.7e-8 is 0 in fp16 (under half a subnormal), d = 2.7e-8 / 2.54e-6 = 0.0106.
+    Each rounding there errs by up to 2^-25 absolute, 2^-25 / 2.54e-6 = 0.0117 of the rms:
+    B = 2 x 4 (u + 0.0117) = 0.0977, where u alone gave 0.0039. The same tensor 2^20 times
+    larger (normal numbers) keeps the band of u: the same relative d is an error there."""
+    n_root = math.sqrt(2 * 16 * 256)
+    for scale, verdict in ((1.0, Verdict.PASS), (2.0**20, Verdict.ERROR)):
+        golden_out = (1.5e-5 * scale, -1.8e-5 * scale, 2.7e-8 * scale, 2.3e-4 * scale)
+        target_out = (*golden_out[:2], 0.0, golden_out[3])
+        grad = (3e-4 * scale, -3e-4 * scale, 0.0, 5e-3 * scale)
+        rows = [
+            ParamRow(
+                _half(grad, "torch.float16", "input.0"), _half(grad, "torch.float32", "input.0")
+            ),
+            ParamRow(
+                _half(target_out, "torch.float16", "output.0"),
+                _half(golden_out, "torch.float32", "output.0"),
+            ),
+        ]
+        found = judge_node("Torch.neg.0.forward", rows, DataMode.SUMMARY)
+        assert found is not None and found.verdict is verdict
+        assert found.output_difference == pytest.approx(2.7e-8 * n_root / 2.3e-4)
+        floor = 2.0**-25 * n_root / (2.3e-4 * scale)  # 1.1e-8 at 2^20: nothing
+        assert _output(found).band == pytest.approx(2 * 4 * (U16 + floor), rel=1e-6)

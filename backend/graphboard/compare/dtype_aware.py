@@ -20,6 +20,7 @@ from graphboard.compare.dtype_noise import (
     row_difference,
     same_limit,
     statistics_difference,
+    underflow_rounding,
     value_of,
 )
 from graphboard.compare.dtype_peers import PeerInputs, peer_band
@@ -380,12 +381,15 @@ def judge_node(
             relative += sum(
                 holds - d for _t, _g, d, holds in tensors if holds > out_roundoff and holds > d
             )
-        band = default_band(relative, out_roundoff) * inner_gain
+        # its own roundings, and below the dtype's smallest normal their absolute part
+        # (dtype_noise.underflow_rounding; 0 but for tensors near fp16's subnormals)
+        assert row.target is not None and row.golden is not None
+        own_roundoff = out_roundoff + underflow_rounding(row.target, row.golden)
+        band = default_band(relative, own_roundoff) * inner_gain
         found_gain = 1.0
         if sensitive_op and (difference > band or eager):
             # where the default band does not explain the output (or its gain is asked for):
             # the op's sensitivity
-            assert row.target is not None and row.golden is not None
             if operands is None:
                 operands = [operand_of(t, g, d, holds) for t, g, d, holds in tensors]
             out = operand_of(row.target, row.golden, difference, roundoff)
@@ -395,7 +399,7 @@ def judge_node(
                     hidden_difference,
                     context.saved_scale,
                     out.scale,
-                    out_roundoff,
+                    own_roundoff,
                     out.numel,
                     reducing,
                 )
@@ -404,7 +408,7 @@ def judge_node(
                     operands,
                     hidden_difference,
                     out.scale,
-                    out_roundoff,
+                    own_roundoff,
                     out.numel,
                     family,
                     bound,
