@@ -30,7 +30,8 @@ from graphboard.dump.records import Param, Role
 MSG_POSITION = "msprobe's rules pair it by position, with the golden's {}: {}"
 
 
-def _keys_by_role(params: list[Param]) -> dict[Role, list[Param]]:
+def _by_role(params: list[Param]) -> dict[Role, list[Param]]:
+    """A node's parameters by kind, each in its listed order."""
     found: dict[Role, list[Param]] = defaultdict(list)
     for param in params:
         found[param.role].append(param)
@@ -45,7 +46,7 @@ def positional_goldens(target: list[Param], golden: list[Param]) -> dict[int, Pa
         mine.key == other.key for mine, other in zip(target, golden, strict=True)
     ):
         return None  # the same names in the same order: every pair is the same either way
-    target_roles, golden_roles = _keys_by_role(target), _keys_by_role(golden)
+    target_roles, golden_roles = _by_role(target), _by_role(golden)
     moved: dict[int, Param] | None = None
     for role, ours in target_roles.items():
         theirs = golden_roles.get(role)
