@@ -6,20 +6,27 @@ from __future__ import annotations
 import math
 
 import pytest
+from compare_factories import graph, node
 
-from graphboard.compare.dtype_aware import Verdict, judge_node
+from graphboard.compare.dtype_aware import NodeVerdict, ParamVerdict, Verdict, judge_node
+from graphboard.compare.dtype_graph import score_graph
 from graphboard.compare.dtype_sensitivity import (
     MARGIN,
     Family,
+    Inside,
     Operand,
     allowed_difference,
     carried,
     default_band,
+    derivative_spread,
     family_of,
+    input_range,
     reduced_gradient_band,
 )
+from graphboard.compare.engine import compare_graphs
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.dump.records import Param, Role
+from graphboard.graph.model import Graph
 
 U32, U16, UB16 = 2.0**-24, 2.0**-11, 2.0**-8
 OWN32 = MARGIN * 4 * U32  # an fp32 output's own rounding in the band: 4.77e-7
@@ -155,3 +162,103 @@ def test_a_cos_node_of_large_angles_passes_where_the_relative_band_fails() -> No
     assert large is not None and large.verdict is Verdict.PASS and large.gain > 100
     small = judge_node("Tensor.cos.0.forward", node(1.0), DataMode.SUMMARY)
     assert small is not None and small.verdict is Verdict.ERROR and small.introduced
+
+
+def test_a_powers_derivative_spreads_as_its_input_ranges() -> None:
+    """x in [2.5e-4, 1e-3] (a range of 4): rsqrt' ∝ x^-1.5 varies 4^1.5 = 8 times over it,
+    sqrt' ∝ x^-0.5 2 times, reciprocal' ∝ x^-2 16 times; a range holding zero bounds nothing
+    (1, the default band), nor does an API that is no power."""
+    x = _tensor("input.0", (1e-3, 2.5e-4, 5e-4, 0.01), (32, 1))
+    assert input_range("rsqrt", x, x) == pytest.approx(4.0)
+    assert derivative_spread("rsqrt", 4.0) == pytest.approx(8.0)
+    assert derivative_spread("sqrt", 4.0) == pytest.approx(2.0)
+    assert derivative_spread("reciprocal", 4.0) == pytest.approx(16.0)
+    negative = _tensor("input.0", (-2.5e-4, -1e-3, -5e-4, 0.01), (32, 1))
+    assert input_range("reciprocal", negative, negative) == pytest.approx(4.0)
+    across = _tensor("input.0", (1e-3, -1e-3, 0.0, 0.01), (32, 1))
+    assert input_range("reciprocal", across, across) == 1.0
+    assert input_range("exp", x, x) == 1.0 and derivative_spread("exp", 4.0) == 1.0
+
+
+def _output(found: NodeVerdict) -> ParamVerdict:
+    return next(param for param in found.params if param.is_output)
+
+
+def _rsqrt_graphs(out_min: float) -> tuple[Graph, Graph]:
+    """An rsqrt and its backward, the forward equal on both sides (x in [2.5e-4, 1e-3]), the
+    incoming gradient 0.4% off, the gradient handed back with its Min ``out_min`` against
+    -2.0."""
+
+    def side(grad: float, low: float) -> Graph:
+        x = _tensor("input.0", (1e-3, 2.5e-4, 5e-4, 3e-3), (32, 1))
+        y = _tensor("output.0", (63.2, 31.6, 45.0, 260.0), (32, 1))
+        g = _tensor("input.0", (grad * 1e-4, -grad * 1e-4, 0.0, grad * 3e-4), (32, 1))
+        h = _tensor("output.0", (2.0, low, 0.0, 6.0), (32, 1))
+        return graph(
+            "NPU",
+            node("Torch.rsqrt.0.forward", [x, y]),
+            node("Torch.rsqrt.0.backward", [g, h]),
+        )
+
+    target, golden = side(1.004, out_min), side(1.0, -2.0)
+    for name, target_node in target.nodes.items():
+        target_node.counterpart = golden.nodes[name]
+    compare_graphs(target, golden, DataMode.SUMMARY)
+    return target, golden
+
+
+def test_a_powers_backward_reweights_its_gradient_by_the_derivatives_spread() -> None:
+    """The gradient handed back, h = g (-x^-1.5 / 2), 2.9% off at its Min (d = 0.06 / 2.06)
+    where the incoming g is 0.4% off at its extremes (d = 0.004 / 1.004 = 0.00398): the
+    element where x is smallest weighs 8 times the one where x is largest, so h may be
+    8 x 0.00398 = 0.0319 off: B = 2 (0.0319 + 4 u) = 0.0637, where the band without the
+    spread, 2 (0.00398 + 4 u) = 0.0080, made it an introduced error. 20% off (d = 0.5 / 2.5)
+    is still one."""
+    target, _golden = _rsqrt_graphs(-2.06)
+    verdicts = score_graph(target, DataMode.SUMMARY)
+    assert verdicts.verdict["Torch.rsqrt.0.backward"] is Verdict.PASS
+    node_rows = target.nodes["Torch.rsqrt.0.backward"].comparison
+    assert node_rows is not None
+    found = judge_node(
+        "Torch.rsqrt.0.backward", node_rows.rows, DataMode.SUMMARY, inside=Inside(spread=8.0)
+    )
+    assert found is not None
+    assert _output(found).band == pytest.approx(2 * (8 * 0.004 / 1.004 + 4 * U32))
+    alone = judge_node("Torch.rsqrt.0.backward", node_rows.rows, DataMode.SUMMARY)
+    assert alone is not None and alone.verdict is Verdict.ERROR and alone.introduced
+    far, _golden = _rsqrt_graphs(-2.5)
+    verdicts = score_graph(far, DataMode.SUMMARY)
+    assert verdicts.verdict["Torch.rsqrt.0.backward"] is Verdict.ERROR
+    assert "Torch.rsqrt.0.backward" in verdicts.introduced
+
+
+def _half(stats: tuple[float, float, float, float], dtype: str, key: str) -> Param:
+    role = Role.OUTPUT if key.startswith("output") else Role.INPUT
+    return Param(key, role, "torch.Tensor", dtype, (2, 16, 256), *stats, is_tensor=True)
+
+
+def test_rounding_below_fp16s_smallest_normal_is_absolute() -> None:
+    """An fp16 gradient of rms 2.54e-6 (its elements subnormals, multiples of 2^-24 = 6e-8):
+    its Mean 2.7e-8 is 0 in fp16 (under half a subnormal), d = 2.7e-8 / 2.54e-6 = 0.0106.
+    Each rounding there errs by up to 2^-25 absolute, 2^-25 / 2.54e-6 = 0.0117 of the rms:
+    B = 2 x 4 (u + 0.0117) = 0.0977, where u alone gave 0.0039. The same tensor 2^20 times
+    larger (normal numbers) keeps the band of u: the same relative d is an error there."""
+    n_root = math.sqrt(2 * 16 * 256)
+    for scale, verdict in ((1.0, Verdict.PASS), (2.0**20, Verdict.ERROR)):
+        golden_out = (1.5e-5 * scale, -1.8e-5 * scale, 2.7e-8 * scale, 2.3e-4 * scale)
+        target_out = (*golden_out[:2], 0.0, golden_out[3])
+        grad = (3e-4 * scale, -3e-4 * scale, 0.0, 5e-3 * scale)
+        rows = [
+            ParamRow(
+                _half(grad, "torch.float16", "input.0"), _half(grad, "torch.float32", "input.0")
+            ),
+            ParamRow(
+                _half(target_out, "torch.float16", "output.0"),
+                _half(golden_out, "torch.float32", "output.0"),
+            ),
+        ]
+        found = judge_node("Torch.neg.0.forward", rows, DataMode.SUMMARY)
+        assert found is not None and found.verdict is verdict
+        assert found.output_difference == pytest.approx(2.7e-8 * n_root / 2.3e-4)
+        floor = 2.0**-25 * n_root / (2.3e-4 * scale)  # 1.1e-8 at 2^20: nothing
+        assert _output(found).band == pytest.approx(2 * 4 * (U16 + floor), rel=1e-6)

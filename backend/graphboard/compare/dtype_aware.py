@@ -20,6 +20,7 @@ from graphboard.compare.dtype_noise import (
     row_difference,
     same_limit,
     statistics_difference,
+    underflow_rounding,
     value_of,
 )
 from graphboard.compare.dtype_peers import PeerInputs, peer_band
@@ -33,7 +34,9 @@ from graphboard.compare.dtype_sensitivity import (
     allowed_difference,
     backward_family,
     default_band,
+    derivative_spread,
     family_of,
+    input_range,
     magnitude,
     operand_of,
     reduced_gradient_band,
@@ -89,6 +92,11 @@ class NodeVerdict:
     scale: float = 0.0  # the largest magnitude of its inputs (sensitive families only)
     allowed_out: tuple[tuple[StatKey, float], ...] = ()  # outputs a sensitivity widened
     excess: float = 0.0  # band_excess: how many times its band the node's own difference is
+    # an elementwise power (forward): its input's largest over smallest magnitude, and how far
+    # its derivative varies over that range (dtype_sensitivity.derivative_spread), for its
+    # backward; 1 for any other node
+    input_range: float = 1.0
+    spread: float = 1.0
 
     @property
     def reason(self) -> str:
@@ -265,6 +273,7 @@ def judge_node(
     outputs: list[tuple[ParamRow, float, float, float | None]] = []
     tensors: list[tuple[Param, Param, float, float]] = []  # inputs: (t, g, d, rounding held)
     context = inside or _OUTSIDE
+    reweight = context.spread  # a power's backward: how far its derivative varies
     input_difference = hidden_difference
     held = 0.0  # the largest rounding an input holds
     widest = 0.0  # the largest unit roundoff among the node's tensors
@@ -327,7 +336,9 @@ def judge_node(
                 allowed = allowed_in.get(stat_key(target))
                 if allowed is not None and allowed > difference:
                     difference = allowed
-            input_difference += difference
+            # a power's backward: the derivative reweights the incoming gradient, whose
+            # relative difference grows by up to the derivative's spread (dtype_sensitivity)
+            input_difference += difference * reweight
             holds = roundoff if roundoff >= upstream else upstream
             if holds > held:
                 held = holds
@@ -370,12 +381,15 @@ def judge_node(
             relative += sum(
                 holds - d for _t, _g, d, holds in tensors if holds > out_roundoff and holds > d
             )
-        band = default_band(relative, out_roundoff) * inner_gain
+        # its own roundings, and below the dtype's smallest normal their absolute part
+        # (dtype_noise.underflow_rounding; 0 but for tensors near fp16's subnormals)
+        assert row.target is not None and row.golden is not None
+        own_roundoff = out_roundoff + underflow_rounding(row.target, row.golden)
+        band = default_band(relative, own_roundoff) * inner_gain
         found_gain = 1.0
         if sensitive_op and (difference > band or eager):
             # where the default band does not explain the output (or its gain is asked for):
             # the op's sensitivity
-            assert row.target is not None and row.golden is not None
             if operands is None:
                 operands = [operand_of(t, g, d, holds) for t, g, d, holds in tensors]
             out = operand_of(row.target, row.golden, difference, roundoff)
@@ -385,7 +399,7 @@ def judge_node(
                     hidden_difference,
                     context.saved_scale,
                     out.scale,
-                    out_roundoff,
+                    own_roundoff,
                     out.numel,
                     reducing,
                 )
@@ -394,7 +408,7 @@ def judge_node(
                     operands,
                     hidden_difference,
                     out.scale,
-                    out_roundoff,
+                    own_roundoff,
                     out.numel,
                     family,
                     bound,
@@ -440,6 +454,9 @@ def judge_node(
     if family is Family.PRODUCT or family is Family.DIVIDE:  # what its backward reads
         found.scale = max((magnitude(t, g) for t, g, _d, _h in tensors), default=0.0)
     found.allowed_out = tuple(sensitive)
+    if tensors and ".backward" not in node_name:  # what a power's backward reads of it
+        found.input_range = input_range(name, tensors[0][0], tensors[0][1])
+        found.spread = derivative_spread(name, found.input_range)
     return found
 
 

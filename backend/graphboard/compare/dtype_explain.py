@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from graphboard.compare import metrics
 from graphboard.compare.dtype_aware import NodeVerdict, judge_node
-from graphboard.compare.dtype_graph import read_unseen
+from graphboard.compare.dtype_graph import twin_hidden
 from graphboard.compare.dtype_peers import PeerInputs
-from graphboard.compare.dtype_sensitivity import derivative_condition
+from graphboard.compare.dtype_sensitivity import Inside
 from graphboard.compare.engine import pair_params
 from graphboard.compare.noise_reference import NodeNoise
 from graphboard.compare.result import DataMode, ParamRow
@@ -48,11 +48,15 @@ def explain_node(
     build linked them."""
     judged_mode = DataMode.SUMMARY if mode is DataMode.TENSOR else mode
     hidden = 0.0
+    inside: Inside | None = None
     if twin is not None:
         twin_rows = scored_rows(twin[1], twin[2])
         found = judge_node(twin[0], twin_rows, judged_mode, explain=False, reference=twin_reference)
         if found is not None:
-            condition = derivative_condition(api_name(name))
-            hidden = read_unseen(found) + (condition - 1.0) * found.input_difference
+            hidden = twin_hidden(api_name(name), found)
+            if found.spread > 1.0:  # a power's derivative reweights the gradient
+                inside = Inside(spread=found.spread)
     rows = scored_rows(target, golden)
-    return judge_node(name, rows, judged_mode, hidden, reference=reference, peers=peers)
+    return judge_node(
+        name, rows, judged_mode, hidden, inside=inside, reference=reference, peers=peers
+    )

@@ -9,7 +9,7 @@ node where it arises). API collections take their worst child's verdict, as in m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
@@ -97,6 +97,16 @@ def read_unseen(verdict: NodeVerdict) -> float:
     return verdict.input_difference + verdict.output_difference
 
 
+def twin_hidden(api: str, twin: NodeVerdict) -> float:
+    """What a backward node reads unseen of its forward ``twin``: the twin's inputs and
+    outputs, the inputs counted as often as the derivative's condition makes them
+    (dtype_sensitivity.derivative_condition), and for an elementwise power at the element
+    where the input is smallest: its relative difference there is up to the input's
+    range (``input_range``, largest over smallest magnitude) times its ``d`` at its scale."""
+    condition = derivative_condition(api) * twin.input_range
+    return read_unseen(twin) + (condition - 1.0) * twin.input_difference
+
+
 def score_graph(
     target: Graph, mode: DataMode, reference: NoiseReference | None = None
 ) -> GraphVerdicts:
@@ -142,8 +152,7 @@ def score_graph(
         twin = judged.get(twin_name) if twin_name is not None else None
         if twin is not None:
             # the saved inputs count as often as the derivative's condition makes them
-            condition = derivative_condition(api_name(node.name))
-            hidden = read_unseen(twin) + (condition - 1.0) * twin.input_difference
+            hidden = twin_hidden(api_name(node.name), twin)
             inside = _with_twin(inside, twin)
         contexts[node.name] = (hidden, inside, upstream)
         found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference)
@@ -164,7 +173,7 @@ def score_graph(
                 )
                 base = widened or _NOTHING
                 if gain > base.gain:
-                    widened = Inside(base.roundoff, gain, base.saved_scale)
+                    widened = replace(base, gain=gain)
             if widened != inside:
                 contexts[node.name] = (hidden, widened, upstream)
                 inside = widened
@@ -208,11 +217,12 @@ _NOTHING = Inside()
 
 def _with_twin(inside: Inside | None, twin: NodeVerdict) -> Inside | None:
     """A backward's facts: a derivative is as sensitive as its function (the twin's gain),
-    and reads what the twin saved (its largest input magnitude)."""
-    if twin.gain <= 1.0 and twin.scale <= 0.0:
+    reads what the twin saved (its largest input magnitude), and an elementwise power's
+    reweights its gradient by a derivative that varies over the twin's input (its spread)."""
+    if twin.gain <= 1.0 and twin.scale <= 0.0 and twin.spread <= 1.0:
         return inside
     base = inside or _NOTHING
-    return Inside(base.roundoff, max(base.gain, twin.gain), twin.scale)
+    return Inside(base.roundoff, max(base.gain, twin.gain), twin.scale, twin.spread)
 
 
 def _descendants(node: Node) -> list[Node]:

@@ -50,6 +50,38 @@ def dtype_relation(target: str | None, golden: str | None) -> DtypeRelation:
     return DtypeRelation.NARROWER
 
 
+# The smallest subnormal of each floating dtype, 2^-bits. Below its smallest normal a dtype's
+# spacing is fixed: rounding there errs by up to half the smallest subnormal in absolute
+# terms, whatever the value (fl(x) = x (1 + δ) + η, |η| <= η_min / 2), so a tensor of small
+# magnitude is held far less precisely than u says (fp16 gradients of 1e-6 are multiples of
+# 6e-8). The dumped Mean and Norm, computed in the tensor's dtype, are rounded so too.
+_SUBNORMAL_BITS = {"bfloat16": 133, "float16": 24, "half": 24, "float32": 149, "float": 149}
+_SUBNORMAL_BITS |= {"float64": 1074, "double": 1074}
+HALF_SUBNORMAL: dict[str, float] = {
+    name: 2.0**-bits / 2.0 for name, bits in _SUBNORMAL_BITS.items()
+}
+_UNDERFLOW: dict[tuple[str | None, str | None], float] = {}
+
+
+def underflow_rounding(target: Param, golden: Param) -> float:
+    """A rounding's absolute part (half the smallest subnormal of the coarser of the two
+    dtypes) as a relative difference of the tensor: over its rms, the smallest scale ``d``
+    sets a statistic against (a Mean's; |ΔNorm| <= √n η/2 over the Norm is the same). 0 where
+    the rms is unknown or zero; negligible but for tensors near fp16's subnormals."""
+    pair = (target.dtype, golden.dtype)
+    half = _UNDERFLOW.get(pair)
+    if half is None:
+        half = max(
+            (HALF_SUBNORMAL.get(_bare(dtype), 0.0) for dtype in pair if dtype is not None),
+            default=0.0,
+        )
+        _UNDERFLOW[pair] = half
+    norm = golden.norm
+    if half == 0.0 or not isinstance(norm, float) or not 0.0 < norm < math.inf:
+        return 0.0
+    return half * math.sqrt(numel_of(golden.shape)) / norm
+
+
 def narrower_roundoff(target: str | None, golden: str | None) -> float:
     """The unit roundoff of the narrower of two dtypes (0 when neither is floating: such
     values agree exactly or not at all)."""

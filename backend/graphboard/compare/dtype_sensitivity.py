@@ -87,11 +87,16 @@ for _name in ("__sub__", "__isub__", "__rsub__", "rsub"):
     FAMILIES[_name] = (Family.LIPSCHITZ, 1.0)
 
 
+# Elementwise powers y = x^p (by API name). Their backward hands back h = g ⊙ p x^(p-1): the
+# incoming gradient g reweighted by the derivative, which moves with the input it reads.
+POWERS = {"rsqrt": -0.5, "sqrt": 0.5, "reciprocal": -1.0}
+
 # The relative condition number of a derivative with respect to the input it reads: for
 # y = x^p, y' = p x^(p-1) moves by |p - 1| times the input's relative difference (rsqrt:
 # p = -1/2, 1.5; reciprocal: p = -1, 2; a quotient's divisor: a / b^2, 2). A backward node
-# reads its forward's inputs unseen (dtype_graph.py): their difference counts that many times.
-DERIVATIVE_CONDITION = {"rsqrt": 1.5, "reciprocal": 2.0} | {
+# reads its forward's inputs unseen (dtype_graph.py): their difference counts that many times
+# (at least once: the default band's own assumption).
+DERIVATIVE_CONDITION = {name: max(abs(p - 1.0), 1.0) for name, p in POWERS.items()} | {
     name: 2.0 for name in _FAMILY_NAMES[Family.DIVIDE]
 }
 
@@ -100,6 +105,37 @@ def derivative_condition(api: str) -> float:
     """How many times its forward input's relative difference an API's derivative takes
     (>= 1: the default band's own assumption)."""
     return DERIVATIVE_CONDITION.get(api, 1.0)
+
+
+def input_range(api: str, target: Param, golden: Param) -> float:
+    """For an elementwise power, how far apart its input's magnitudes lie: ``high / low`` of
+    the range both sides' Max and Min span, when that range excludes zero; 1 for any other
+    API, and where the range holds zero or is unknown (no bound: the default band, as for a
+    divisor whose range holds zero)."""
+    if api not in POWERS:
+        return 1.0
+    ends = [_finite(value) for value in (target.max, target.min, golden.max, golden.min)]
+    if any(value is None for value in ends):
+        return 1.0
+    high = max(value for value in ends if value is not None)
+    low = min(value for value in ends if value is not None)
+    if low > 0.0:
+        return high / low
+    if high < 0.0:
+        return low / high
+    return 1.0
+
+
+def derivative_spread(api: str, ratio: float) -> float:
+    """max |f'| / min |f'| over an elementwise power's input range (``ratio`` = its largest
+    over its smallest magnitude): ``ratio ** |p - 1|``; 1 for any other API. The backward's
+    output h = g ⊙ f'(x) has ‖Δh‖ <= max|f'| ‖Δg‖ and ‖h‖ >= min|f'| ‖g‖ (in L∞ and in L2
+    alike), so its relative difference is at most this many times the incoming gradient's:
+    the elements the derivative magnifies need not be those at the gradient's extremes."""
+    power = POWERS.get(api)
+    if power is None or ratio <= 1.0:
+        return 1.0
+    return float(ratio ** abs(power - 1.0))
 
 
 def family_of(api: str) -> tuple[Family, float]:
@@ -140,12 +176,14 @@ class Operand:
 class Inside:
     """What the graph knows of a node beyond its own rows (dtype_graph.py): for a module, the
     largest unit roundoff and gain among the nodes inside it (its computation passed through
-    that dtype and may amplify as its ops do); for a backward, its forward twin's gain and
-    the largest magnitude of the tensors the twin saved for it."""
+    that dtype and may amplify as its ops do); for a backward, its forward twin's gain, the
+    largest magnitude of the tensors the twin saved for it, and how far its derivative
+    varies over the twin's input (``derivative_spread``)."""
 
     roundoff: float = 0.0
     gain: float = 1.0
     saved_scale: float = 0.0
+    spread: float = 1.0  # a backward of an elementwise power: derivative_spread of its twin
 
 
 def carried(operand: Operand, out_roundoff: float) -> float:

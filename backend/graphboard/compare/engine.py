@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from graphboard.compare import metrics
+from graphboard.compare import metrics, msprobe_pairing
 from graphboard.compare.result import DataMode, NodeComparison, ParamRow
 from graphboard.compare.rules import apply_rules
 from graphboard.dump.records import Param, Role
@@ -64,6 +64,21 @@ def pair_params(target: list[Param], golden: list[Param]) -> list[ParamRow]:
     return rows
 
 
+def _measure(rows: list[ParamRow], mode: DataMode, target_dir: str, golden_dir: str) -> None:
+    """Each row's metrics in ``mode`` (md5 mode compares checksums in the rules instead)."""
+    if mode is DataMode.SUMMARY:
+        for row in rows:
+            row.metrics = metrics.summary_metrics(row.target, row.golden)
+    elif mode is DataMode.TENSOR:
+        for row in rows:
+            target_array, target_problem = metrics.load_param_tensor(row.target, target_dir)
+            golden_array, golden_problem = metrics.load_param_tensor(row.golden, golden_dir)
+            row.metrics, messages = metrics.tensor_metrics(target_array, golden_array)
+            found = [problem for problem in (target_problem, golden_problem, *messages) if problem]
+            if found:
+                row.messages = [*row.messages, *found]
+
+
 def compare_pair(
     target: Node,
     golden: Node,
@@ -78,21 +93,20 @@ def compare_pair(
     rows = pair_params(target.params, golden.params or [])
     if not rows:
         return NodeComparison(rows, None)
+    _measure(rows, mode, target_tensor_dir, golden_tensor_dir)
+    # msprobe's rules judge msprobe's pairs: by position, where a kind of parameters lists
+    # the same names in another order on the two sides (compare/msprobe_pairing.py)
+    moved = msprobe_pairing.positional_goldens(target.params, golden.params or [])
+    judged = rows if moved is None else msprobe_pairing.msprobe_rows(rows, moved)
+    if judged is not rows:
+        fresh = [row for row, mine in zip(judged, rows, strict=True) if row is not mine]
+        _measure(fresh, mode, target_tensor_dir, golden_tensor_dir)
     checksums: list[tuple[str | None, str | None]] | None = None
-    if mode is DataMode.SUMMARY:
-        for row in rows:
-            row.metrics = metrics.summary_metrics(row.target, row.golden)
-    elif mode is DataMode.MD5:
-        checksums = [(metrics.md5_of(row.target), metrics.md5_of(row.golden)) for row in rows]
-    elif mode is DataMode.TENSOR:
-        for row in rows:
-            target_array, target_problem = metrics.load_param_tensor(row.target, target_tensor_dir)
-            golden_array, golden_problem = metrics.load_param_tensor(row.golden, golden_tensor_dir)
-            row.metrics, messages = metrics.tensor_metrics(target_array, golden_array)
-            found = [problem for problem in (target_problem, golden_problem, *messages) if problem]
-            if found:
-                row.messages = [*row.messages, *found]
-    level = apply_rules(target.name, rows, mode, checksums, golden.name, parallel_merge)
+    if mode is DataMode.MD5:
+        checksums = [(metrics.md5_of(row.target), metrics.md5_of(row.golden)) for row in judged]
+    level = apply_rules(target.name, judged, mode, checksums, golden.name, parallel_merge)
+    if judged is not rows:
+        msprobe_pairing.carry_back(rows, judged)
     comparison = NodeComparison(rows, level)
     comparison.extra_target = [
         row.target.key for row in rows if row.golden is None and row.target is not None
