@@ -36,6 +36,11 @@ MODULES = {
 }
 # Every compiled part.
 PARTS = tuple(MODULES)
+# The form of what store/node_rows.py hands the B-tree writer (its NodesLayout, what a row may
+# hold, a refusal's words), as a number the writer states too: one built for another is
+# refused. It lives here, at the seam, so the check needs nothing above it; node_rows.py
+# describes what it covers. 2: NaN in a NOT NULL column refused, as SQLite does.
+BTREE_LAYOUT_VERSION = 2
 
 
 def pure_forced(name: str | None = None) -> bool:
@@ -72,19 +77,16 @@ def _usable(module_name: str) -> ModuleType | None:
 def refusal(module: ModuleType) -> str | None:
     """Why a compiled module built apart from graphboard cannot serve it, or None. The B-tree
     writer is handed store/node_rows.py's layout and rows and must refuse rows in its words:
-    it states the layout version it was built for, which must be graphboard's."""
+    it states the layout version it was built for, which must be BTREE_LAYOUT_VERSION."""
     if module.__name__ != MODULES["btree"]:
         return None  # built with graphboard, from the same checkout
-    # imported here: the store imports this seam
-    from graphboard.store.node_rows import LAYOUT_VERSION
-
     built_for = getattr(module, "LAYOUT_VERSION", None)
-    if built_for == LAYOUT_VERSION:
+    if built_for == BTREE_LAYOUT_VERSION:
         return None
     stated = "no stated layout" if built_for is None else f"tb_nodes layout {built_for!r}"
     return (
         f"{module.__name__} was built for {stated}, this graphboard writes layout"
-        f" {LAYOUT_VERSION}: SQLite writes tb_nodes instead (reinstall packages/graphboard-btree)"
+        f" {BTREE_LAYOUT_VERSION}: SQLite writes tb_nodes instead (reinstall packages/graphboard-btree)"
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from graphboard import accel
 from graphboard.store import schema
 
 # How a refused row or a failed write is introduced, after the file's name.
@@ -25,11 +26,11 @@ _INT64 = 2**63
 
 # What the compiled writer (packages/graphboard-btree, built apart) is handed and must agree
 # with: NodesLayout's form (affinity letters, (unique, columns) indexes, sqlite_schema rows),
-# what a row may hold and the words of a refusal below. It states the version it was built
-# for, and accel refuses one built for another. Bump this and its _btree.c's LAYOUT_VERSION
-# together when any of them changes (tb_nodes' own columns and indexes are not in it: they are
-# handed over as data).
-LAYOUT_VERSION = 2  # 2: NaN in a NOT NULL column refused, as SQLite does
+# what a row may hold and the words of a refusal below. Its version is the seam's
+# (accel.BTREE_LAYOUT_VERSION, which refuses a writer built for another): bump it and
+# _btree.c's together when any of them changes (tb_nodes' own columns and indexes are not in
+# it: they are handed over as data).
+LAYOUT_VERSION = accel.BTREE_LAYOUT_VERSION
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,6 @@
 
 ``graphboard_btree._btree.TableFile`` writes one table and its indexes straight into SQLite's
 file format (_btree.c says how). graphboard reaches it only through ``accel.compiled("btree")``,
-which takes it when its ``LAYOUT_VERSION`` is the one graphboard's store/node_rows.py states
+which takes it when its ``LAYOUT_VERSION`` is graphboard's accel.BTREE_LAYOUT_VERSION
 and writes tb_nodes through SQLite otherwise (or when it is not installed).
 """
