@@ -25,6 +25,7 @@ from graphboard.compare.dtype_noise import (
     tensor_difference,
     unit_roundoff,
 )
+from graphboard.compare.noise_reference import NodeNoise
 from graphboard.compare.result import DataMode, ParamRow
 from graphboard.dump.records import Param, Role
 
@@ -287,6 +288,50 @@ def test_an_argument_given_on_one_side_only_is_a_note() -> None:
     assert found.params[1].reason.startswith("note: an argument given on one side only (None")
 
 
+def _dtype_argument(value: str) -> Param:
+    return Param("input.dtype", Role.INPUT, "torch.dtype", value=value)
+
+
+def _softmax_rows(target_output: str, target_argument: str | None) -> list[ParamRow]:
+    """A softmax over bf16 scores: the golden asks for fp32 (``dtype=torch.float32``); the
+    target asks for ``target_argument`` (None: no dtype argument) and returns
+    ``target_output``, its every statistic the golden's."""
+    scores = (scaled("input.0", 1.0), tensor("input.0"))
+    argument = (
+        None if target_argument is None else _dtype_argument(target_argument),
+        _dtype_argument(FP32),
+    )
+    output = (tensor("output.0", target_output), tensor("output.0"))
+    return [ParamRow(*scores), ParamRow(*argument), ParamRow(*output)]
+
+
+def test_an_op_computed_narrower_than_its_golden_call_asks_is_an_error() -> None:
+    """softmax(scores, dtype=float32) in the golden, softmax(scores) in the target: its
+    output is bf16 where the call pins fp32, however small the numbers' difference."""
+    found = judge_node("Functional.softmax.0.forward", _softmax_rows(BF16, None), DataMode.SUMMARY)
+    assert found is not None and found.verdict is Verdict.ERROR and found.introduced
+    assert found.reason.startswith(
+        "error: computed in torch.bfloat16 where the golden's call asks for torch.float32"
+    )
+    assert found.excess == math.inf  # no number says how far: trends' statistic is infinite
+    narrower = judge_node(
+        "Functional.softmax.0.forward", _softmax_rows(FP16, FP16), DataMode.SUMMARY
+    )
+    assert narrower is not None and narrower.introduced
+    assert any("asks for torch.float32" in param.reason for param in narrower.params)
+
+
+def test_an_op_returning_the_dtype_its_call_asks_for_is_judged_by_its_numbers() -> None:
+    """The same call on bf16 scores in a bf16 run (the migration): fp32 out, as asked."""
+    found = judge_node("Functional.softmax.0.forward", _softmax_rows(FP32, FP32), DataMode.SUMMARY)
+    assert found is not None and found.verdict is Verdict.PASS and not found.introduced
+    # an op whose argument did not set the golden's output dtype (golden out bf16): no claim
+    rows = _softmax_rows(BF16, None)
+    rows[2] = ParamRow(tensor("output.0", BF16), tensor("output.0", BF16))
+    unpinned = judge_node("Functional.softmax.0.forward", rows, DataMode.SUMMARY)
+    assert unpinned is not None and not unpinned.introduced
+
+
 def test_shapes_that_differ_are_another_call_not_an_error() -> None:
     """sdpa against eager: the calls sdpa leaves out renumber the rest, so a call is paired
     with another of other shapes; its numbers say nothing: a warning, not an error."""
@@ -300,3 +345,16 @@ def test_shapes_that_differ_are_another_call_not_an_error() -> None:
     )
     assert found is not None and found.verdict is Verdict.WARNING and not found.introduced
     assert found.reason.startswith("warning: shapes differ")
+
+
+def test_a_reference_computing_the_op_as_narrow_explains_the_call() -> None:
+    """With -nr, a reference (the golden's configuration in the target's precision) whose
+    softmax returns bf16 too: the configuration computes it so, not the target."""
+    narrow = tensor("output.0", BF16)
+    as_narrow = NodeNoise({"input.0": 0.0, "output.0": 0.0}, {}, {"output.0": narrow})
+    rows = _softmax_rows(BF16, None)
+    found = judge_node("Functional.softmax.0.forward", rows, DataMode.SUMMARY, reference=as_narrow)
+    assert found is not None and not found.introduced
+    as_asked = NodeNoise({"input.0": 0.0, "output.0": 0.0}, {}, {"output.0": tensor("output.0")})
+    pinned = judge_node("Functional.softmax.0.forward", rows, DataMode.SUMMARY, reference=as_asked)
+    assert pinned is not None and pinned.introduced

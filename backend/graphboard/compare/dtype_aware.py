@@ -16,11 +16,14 @@ from enum import IntEnum
 
 from graphboard.compare import noise_reference as three_way
 from graphboard.compare.dtype_noise import (
+    DtypeRelation,
     dtype_facts,
+    dtype_relation,
     row_difference,
     same_limit,
     statistics_difference,
     underflow_rounding,
+    unit_roundoff,
     value_of,
 )
 from graphboard.compare.dtype_peers import PeerInputs, peer_band
@@ -119,6 +122,10 @@ MSG_ABSENT = (
     "note: an argument given on one side only ({} against {}): a difference of call, "
     "not of arithmetic"
 )
+MSG_REQUESTED = (
+    "error: computed in {} where the golden's call asks for {} (its dtype argument): a "
+    "narrower precision than the call states, which no rounding of its inputs explains"
+)
 MSG_LIMIT = "pass: the same dtype limit ({!r} against {!r}), a constant of each dtype"
 MSG_ONLY = "warning: parameter only in the {}"
 MSG_NO_NUMBERS = "warning: statistics that are not numbers cannot be judged"
@@ -185,6 +192,38 @@ def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
             return Verdict.PASS, MSG_LIMIT.format(target_value, golden_value), False
         return Verdict.ERROR, MSG_SCALAR.format(target_value, golden_value), True
     return Verdict.PASS, "argument agrees", False
+
+
+def requested_dtype(rows: list[ParamRow]) -> str | None:
+    """The dtype the golden's call asks the op to compute in: an argument of type
+    ``torch.dtype`` (softmax's, a reduction's ``dtype=``), None without one."""
+    for row in rows:
+        golden = row.golden
+        if golden is not None and golden.type == "torch.dtype" and golden.role is Role.INPUT:
+            value = value_of(golden)
+            return value if isinstance(value, str) else None
+    return None
+
+
+def below_request(
+    target: Param, golden: Param, requested: str, reference: three_way.NodeNoise | None
+) -> str | None:
+    """Why an output is an error of the call's precision, or None: the target's output is
+    narrower than the dtype the golden's call asks for, where that argument did set the
+    golden's output (docs/dtype-aware.md §3.3). A migration changes the data's dtype, and an
+    op's output follows its inputs' except where the call pins it: a pinned op returns the
+    pinned dtype in any faithful target. A reference (-nr) whose own output is as narrow
+    says the configuration computes it so."""
+    asked, held = unit_roundoff(requested), unit_roundoff(target.dtype)
+    if asked is None or held is None or held <= asked:
+        return None
+    if dtype_relation(golden.dtype, requested) is not DtypeRelation.SAME:
+        return None  # the argument is not what set the golden's output dtype
+    if reference is not None:
+        counterpart = reference.params.get(target.key)
+        if counterpart is not None and counterpart.dtype == target.dtype:
+            return None
+    return MSG_REQUESTED.format(target.dtype, requested)
 
 
 def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None:
@@ -356,7 +395,16 @@ def judge_node(
     sensitive: list[tuple[StatKey, float]] = []
     operands: list[Operand] | None = None
     inner_roundoff, inner_gain = context.roundoff, context.gain
+    requested = requested_dtype(rows) if outputs else None
     for row, difference, roundoff, noise in outputs:
+        if requested is not None:  # an op the golden's call pins to a dtype
+            assert row.target is not None and row.golden is not None
+            narrower = below_request(row.target, row.golden, requested, reference)
+            if narrower is not None:
+                if difference > largest_output:
+                    largest_output = difference
+                entries.append((row, True, Verdict.ERROR, None, None, narrower, True))
+                continue
         if noise is not None:  # measured noise (compare/noise_reference.py)
             assert reference is not None and row.target is not None
             propagated = departing.explained(row.target, input_difference)
