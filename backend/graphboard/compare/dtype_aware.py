@@ -194,15 +194,13 @@ def _presence_or_argument(row: ParamRow) -> tuple[Verdict, str, bool]:
     return Verdict.PASS, "argument agrees", False
 
 
-def requested_dtype(rows: list[ParamRow]) -> str | None:
-    """The dtype the golden's call asks the op to compute in: an argument of type
-    ``torch.dtype`` (softmax's, a reduction's ``dtype=``), None without one."""
-    for row in rows:
-        golden = row.golden
-        if golden is not None and golden.type == "torch.dtype" and golden.role is Role.INPUT:
-            value = value_of(golden)
-            return value if isinstance(value, str) else None
-    return None
+def requested_dtype(param: Param | None) -> str | None:
+    """The dtype a call asks the op to compute in, when ``param`` is its argument of type
+    ``torch.dtype`` (softmax's, a reduction's ``dtype=``); None for any other."""
+    if param is None or param.type != "torch.dtype" or param.role is not Role.INPUT:
+        return None
+    value = value_of(param)
+    return value if isinstance(value, str) else None
 
 
 def below_request(
@@ -317,12 +315,15 @@ def judge_node(
     held = 0.0  # the largest rounding an input holds
     widest = 0.0  # the largest unit roundoff among the node's tensors
     carried = False  # an input already fails structurally (overflow, dtype, shape)
+    requested: str | None = None  # the dtype the golden's call asks for, if it names one
     for row in rows:
         target, golden = row.target, row.golden
         is_output = (target or golden).role is Role.OUTPUT  # type: ignore[union-attr]
         if skip_inputs and not is_output:
             continue
         if target is None or golden is None or not (target.is_tensor and golden.is_tensor):
+            if requested is None:  # an op the golden's call pins to a dtype
+                requested = requested_dtype(golden)
             verdict, reason, own = _presence_or_argument(row)
             if own and reference is not None and three_way.explains_argument(reference, row):
                 verdict, reason, own = Verdict.PASS, three_way.argument_note(row), False
@@ -395,9 +396,8 @@ def judge_node(
     sensitive: list[tuple[StatKey, float]] = []
     operands: list[Operand] | None = None
     inner_roundoff, inner_gain = context.roundoff, context.gain
-    requested = requested_dtype(rows) if outputs else None
     for row, difference, roundoff, noise in outputs:
-        if requested is not None:  # an op the golden's call pins to a dtype
+        if requested is not None:
             assert row.target is not None and row.golden is not None
             narrower = below_request(row.target, row.golden, requested, reference)
             if narrower is not None:
