@@ -40,6 +40,7 @@ def test_families_are_classified_by_api_name_in_one_table() -> None:
     assert family_of("__truediv__")[0] is Family.DIVIDE
     assert family_of("__mul__")[0] is Family.PRODUCT
     assert family_of("linear")[0] is Family.MATMUL
+    assert family_of("addmm")[0] is Family.ADDED_MATMUL
     assert family_of("__sub__")[0] is Family.LIPSCHITZ  # a difference can cancel
     assert family_of("embedding")[0] is Family.DEFAULT
 
@@ -109,6 +110,18 @@ def test_a_product_and_a_matmul_are_bounded_by_their_operands_magnitudes() -> No
     b = Operand(1e-3, 1.0, U32, numel=100, rms=0.5)
     band, _ = allowed_difference([a, b], 0.0, 4.0, U32, 100, Family.MATMUL, 1.0, 10.0)
     assert band == pytest.approx(0.02 + OWN32)
+
+
+def test_an_added_matmul_multiplies_its_second_and_third_inputs() -> None:
+    """addmm(C, A, B) = C + A B (GPT-2's Conv1D): A B bounded as the matmul above (0.02), C's
+    1e-4 added; read as linear's order (C A multiplying, B a bias) it would be another band."""
+    a = Operand(1e-3, 3.0, U32, numel=100, rms=1.0)
+    b = Operand(1e-3, 1.0, U32, numel=100, rms=0.5)
+    c = Operand(1e-4, 1.0, U32, numel=10, rms=0.1)
+    band, _ = allowed_difference([c, a, b], 0.0, 4.0, U32, 100, Family.ADDED_MATMUL, 1.0, 10.0)
+    assert band == pytest.approx(2 * (0.02 / 2 + 1e-4) + OWN32)
+    as_linear, _ = allowed_difference([c, a, b], 0.0, 4.0, U32, 100, Family.MATMUL, 1.0, 10.0)
+    assert as_linear != pytest.approx(band)
 
 
 def test_a_sum_cancels_as_many_terms_as_it_adds() -> None:

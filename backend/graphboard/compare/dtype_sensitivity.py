@@ -49,6 +49,7 @@ class Family(Enum):
     DIVIDE = "divide"  # a / b: b's relative difference at its smallest magnitude
     PRODUCT = "product"  # a * b: |Δ(ab)|∞ <= |Δa|∞ |b|∞ + |a|∞ |Δb|∞
     MATMUL = "matmul"  # A B: ‖Δ(AB)‖ <= (ρ_A + ρ_B) ‖A‖ ‖B‖, however the dot products cancel
+    ADDED_MATMUL = "added_matmul"  # β C + α A B: MATMUL's band for A B (inputs 1, 2), C's d
 
 
 # API name (segment 1 of a node name: ``Torch.sin.0.forward`` -> ``sin``) -> (family, L).
@@ -74,6 +75,8 @@ _FAMILY_NAMES = {
     Family.DIVIDE: ("div", "div_", "__truediv__", "__itruediv__", "true_divide"),
     Family.PRODUCT: ("mul", "mul_", "__mul__", "__imul__", "__rmul__", "multiply"),
     Family.MATMUL: ("matmul", "__matmul__", "mm", "bmm", "linear"),
+    # a product added to the first input (GPT-2's Conv1D is addmm(bias, x, W))
+    Family.ADDED_MATMUL: ("addmm", "addmm_", "baddbmm", "addbmm", "addmv"),
     # a sum of two terms cancels as any sum does: |Δ(a ± b)| <= |Δa| + |Δb|
     Family.LIPSCHITZ: ("add", "add_", "__add__", "__iadd__", "__radd__", "sub", "sub_"),
 }
@@ -257,15 +260,18 @@ def _sensitive_band(
             return math.inf  # a divisor whose range holds zero: nothing bounds it
         amplified = max(divisor.d, divisor.roundoff) * divisor.scale / divisor.smallest
         return MARGIN * (max(numerator.d, numerator.roundoff) + amplified) + own
-    if family is Family.MATMUL:  # the first two inputs multiply; a bias adds its own
-        if len(inputs) < 2 or out_norm <= 0.0:
+    if family is Family.MATMUL or family is Family.ADDED_MATMUL:
+        # linear(x, W, b): the first two inputs multiply, a bias adds its own; addmm(C, A, B):
+        # the second and third multiply, the first adds
+        start = 1 if family is Family.ADDED_MATMUL else 0
+        if len(inputs) < start + 2 or out_norm <= 0.0:
             return 0.0
-        first, second = inputs[0], inputs[1]
+        first, second = inputs[start], inputs[start + 1]
         norms = first.rms * math.sqrt(first.numel) * second.rms * math.sqrt(second.numel)
         if norms <= 0.0:
             return 0.0
         carried_in = max(first.d, first.roundoff) + max(second.d, second.roundoff)
-        bias = sum(operand.d for operand in inputs[2:])
+        bias = sum(operand.d for operand in (*inputs[:start], *inputs[start + 2 :]))
         return MARGIN * (carried_in * norms / out_norm + bias) + own
     if family is Family.PRODUCT:
         if len(inputs) != 2 or out_scale <= 0.0:
