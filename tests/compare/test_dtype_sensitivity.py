@@ -20,6 +20,7 @@ from graphboard.compare.dtype_sensitivity import (
     default_band,
     derivative_spread,
     family_of,
+    gradient_sum_band,
     input_range,
     reduced_gradient_band,
 )
@@ -275,3 +276,83 @@ def test_rounding_below_fp16s_smallest_normal_is_absolute() -> None:
         assert found.output_difference == pytest.approx(2.7e-8 * n_root / 2.3e-4)
         floor = 2.0**-25 * n_root / (2.3e-4 * scale)  # 1.1e-8 at 2^20: nothing
         assert _output(found).band == pytest.approx(2 * 4 * (U16 + floor), rel=1e-6)
+
+
+Stats = tuple[float, float, float, float]
+
+
+def _scaled(key: str, stats: Stats, factor: float) -> Param:
+    maximum, minimum, mean, norm = stats
+    return _tensor(key, (maximum * factor, minimum * factor, mean * factor, norm * factor), (2, 3))
+
+
+def _mlp_graphs(hook: float) -> Graph:
+    """A module reading x twice (up and gate, as an MLP), x 3% off in the target's forward;
+    each use hands back a gradient 1% off, which autograd sums into the module's input
+    gradient, then multiplied by ``hook`` (a backward hook scaling grad_input)."""
+    x, y = (1.0, -1.0, 0.0, 2.0), (2.0, -2.0, 0.0, 4.0)
+    piece, total = (1.0, -1.0, 0.0, 2.0), (2.0, -2.0, 0.0, 4.0)
+
+    def side(forward: float, backward: float, scale: float) -> Graph:
+        def calls(inputs: Stats, outputs: Stats) -> list[Param]:
+            return [_scaled("input.0", inputs, forward), _scaled("output.0", outputs, forward)]
+
+        def grads(inputs: Stats, outputs: Stats, extra: float) -> list[Param]:
+            return [
+                _scaled("input.0", inputs, backward),
+                _scaled("output.0", outputs, backward * extra),
+            ]
+
+        return graph(
+            "NPU",
+            node(
+                "Module.mlp.MLP.forward.0",
+                calls(x, y),
+                [
+                    node("Module.mlp.up.Linear.forward.0", calls(x, y)),
+                    node("Module.mlp.gate.Linear.forward.0", calls(x, y)),
+                ],
+            ),
+            node(
+                "Module.mlp.MLP.backward.0",
+                grads(total, total, scale),
+                [
+                    node("Module.mlp.up.Linear.backward.0", grads(piece, piece, 1.0)),
+                    node("Module.mlp.gate.Linear.backward.0", grads(piece, piece, 1.0)),
+                ],
+            ),
+        )
+
+    target, golden = side(1.03, 1.01, hook), side(1.0, 1.0, 1.0)
+    for name, target_node in target.nodes.items():
+        target_node.counterpart = golden.nodes[name]
+    compare_graphs(target, golden, DataMode.SUMMARY)
+    return target
+
+
+def test_a_modules_input_gradient_is_judged_by_the_gradients_its_uses_hand_back() -> None:
+    """Each use's gradient d = 0.01 / 1.01 = 0.0099 (norm 2.02, magnitude 1.01), summed into
+    a gradient of norm 4.04 x 1.05 = 4.242, magnitude 2.121: B = 2 (2 x 0.0099 x 2.02 / 4.242
+    + 4 u) = 0.0189. The 5% hook's d = 1 - 1 / 1.0605 = 0.057 is beyond it, where the
+    module's own band (its input gradient and the forward's 3%, read unseen) holds it; without
+    the hook the module passes."""
+    d_piece = 0.01 / 1.01
+    band = gradient_sum_band([(d_piece, 2.02, 1.01)] * 2, 4.04 * 1.05, 2.02 * 1.05, U32)
+    assert band == pytest.approx(2 * (2 * d_piece * 2.02 / 4.242 + 4 * U32))
+    hooked = score_graph(_mlp_graphs(1.05), DataMode.SUMMARY)
+    assert hooked.verdict["Module.mlp.MLP.backward.0"] is Verdict.ERROR
+    assert "Module.mlp.MLP.backward.0" in hooked.introduced
+    assert hooked.excess["Module.mlp.MLP.backward.0"] == pytest.approx((1 - 1 / 1.0605) / band)
+    target = _mlp_graphs(1.05)
+    comparison = target.nodes["Module.mlp.MLP.backward.0"].comparison
+    assert comparison is not None
+    alone = judge_node(
+        "Module.mlp.MLP.backward.0",
+        comparison.rows,
+        DataMode.SUMMARY,
+        hidden_difference=2 * 0.03 / 1.03,
+    )
+    assert alone is not None and alone.verdict is Verdict.PASS  # its own band holds it
+    plain = score_graph(_mlp_graphs(1.0), DataMode.SUMMARY)
+    assert plain.verdict["Module.mlp.MLP.backward.0"] is Verdict.PASS
+    assert not plain.introduced

@@ -13,16 +13,19 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
+from graphboard.compare.dtype_noise import dtype_facts, numel_of, statistics_difference
 from graphboard.compare.dtype_sensitivity import (
     Inside,
     StatKey,
     derivative_condition,
+    gradient_sum_band,
+    magnitude,
     stat_key,
 )
 from graphboard.compare.engine import api_collections
-from graphboard.compare.result import DataMode
+from graphboard.compare.result import DataMode, ParamRow
 from graphboard.compare.rules import IGNORE_ALL, api_name
-from graphboard.dump.records import Role
+from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph, Node, NodeType
 
 if TYPE_CHECKING:
@@ -90,6 +93,15 @@ def _judged(
     for key, value in found.allowed_out:
         allowed[key] = value
     return found
+
+
+def backward_twin(name: str) -> str | None:
+    """The backward node of a forward one: ``X.7.forward`` -> ``X.7.backward`` (APIs),
+    ``M.forward.0`` -> ``M.backward.0`` (modules); None for any other name."""
+    head, dot, tail = name.rpartition(".forward")
+    if not dot or (tail and not tail[1:].isdigit()):
+        return None
+    return f"{head}.backward{tail}"
 
 
 def read_unseen(verdict: NodeVerdict) -> float:
@@ -178,6 +190,14 @@ def score_graph(
                 contexts[node.name] = (hidden, widened, upstream)
                 inside = widened
                 found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference)
+        if (
+            found is not None
+            and twin_name is not None
+            and reference is None
+            and not found.introduced
+            and node.type is NodeType.MODULE
+        ):
+            found = _judged_by_input_gradients(target, node, twin_name, found, upstream)
         if found is not None:
             judged[node.name] = found
             if found.roundoff > upstream:
@@ -223,6 +243,106 @@ def _with_twin(inside: Inside | None, twin: NodeVerdict) -> Inside | None:
         return inside
     base = inside or _NOTHING
     return Inside(base.roundoff, max(base.gain, twin.gain), twin.scale, twin.spread)
+
+
+def _judged_by_input_gradients(
+    target: Graph, module: Node, twin_name: str, found: NodeVerdict, upstream: float
+) -> NodeVerdict:
+    """A module's backward judged by what makes its outputs: the gradient of each input of
+    its forward is the sum of the gradients handed back by the nodes inside it that read
+    that input (autograd adds them; no dump records the sum). Where the dump shows every such
+    use's gradient, an output beyond the band of their sum (dtype_sensitivity.
+    gradient_sum_band) is an error this module introduces: something between its inner
+    backward nodes and its output changed the gradient (a backward hook, a custom autograd
+    function, a scaled gradient). The module's own band (its inputs through its ops' gain)
+    cannot see that where its ops amplify. Unchanged where any use is not shown. Each
+    gradient may hold the rounding of the narrowest dtype upstream (``upstream``, the
+    forward's) at its magnitude, which its statistics need not show: its ``d`` is at least
+    that."""
+    forward = target.nodes.get(twin_name)
+    rows: list[ParamRow] = module.comparison.rows if module.comparison is not None else []
+    if forward is None or not forward.params or not rows:
+        return found
+    slots = {  # the forward's input tensors, by what the dump shows of them
+        stat_key(param): param.key
+        for param in forward.params
+        if param.is_tensor and param.role is Role.INPUT
+    }
+    numel = {param.key: numel_of(param.shape) for param in forward.params}
+    pieces: dict[str, list[tuple[float, float, float]]] = {}
+    for user in _calls_inside(forward):
+        slot_of = {  # what it read of them: its input key -> the forward's input key
+            param.key: slots[stat_key(param)]
+            for param in user.params or ()
+            if param.is_tensor and param.role is Role.INPUT and stat_key(param) in slots
+        }
+        if not slot_of:
+            continue
+        back_name = backward_twin(user.name)
+        back = target.nodes.get(back_name) if back_name is not None else None
+        if back is None or back.comparison is None:
+            return found  # a use whose gradient the dump does not show
+        handed = {t.key: (t, g) for t, g in _output_tensors(back.comparison.rows)}
+        for key in slot_of:
+            pair = handed.get("output" + key[len("input") :])
+            if (
+                pair is None
+                or not isinstance(pair[0].norm, float)
+                or numel_of(pair[0].shape) != numel[slot_of[key]]
+            ):
+                return found  # not the gradient of what it read
+            d = statistics_difference(*pair)
+            scale = magnitude(*pair)
+            if d is None or scale <= 0.0:
+                return found
+            held = d if d > upstream else upstream
+            pieces.setdefault(slot_of[key], []).append((held, pair[0].norm, scale))
+    worst = 0.0
+    for output, golden in _output_tensors(rows):
+        terms = pieces.get("input" + output.key[len("output") :])
+        if not terms or not isinstance(output.norm, float) or output.norm <= 0.0:
+            continue
+        difference = statistics_difference(output, golden)
+        scale = magnitude(output, golden)
+        if difference is None or scale <= 0.0:
+            continue
+        roundoff = dtype_facts(output.dtype, golden.dtype)[1]
+        band = gradient_sum_band(terms, output.norm, scale, roundoff)
+        if difference > band and difference / band > worst:
+            worst = difference / band
+    if worst == 0.0:
+        return found
+    return replace(found, verdict=Verdict.ERROR, introduced=True, excess=worst)
+
+
+def _calls_inside(node: Node) -> list[Node]:
+    """The nodes directly inside ``node``, through API collections (which group calls, not
+    compute)."""
+    found: list[Node] = []
+    stack = list(reversed(node.children))
+    while stack:
+        child = stack.pop()
+        if child.type is NodeType.API_COLLECTION:
+            stack.extend(reversed(child.children))
+        else:
+            found.append(child)
+    return found
+
+
+def _output_tensors(rows: list[ParamRow]) -> list[tuple[Param, Param]]:
+    """(target, golden) of each output that is a tensor on both sides."""
+    found: list[tuple[Param, Param]] = []
+    for row in rows:
+        target, golden = row.target, row.golden
+        if (
+            row.is_output
+            and target is not None
+            and golden is not None
+            and target.is_tensor
+            and golden.is_tensor
+        ):
+            found.append((target, golden))
+    return found
 
 
 def _descendants(node: Node) -> list[Node]:

@@ -203,6 +203,20 @@ def default_band(input_difference: float, roundoff: float) -> float:
     return MARGIN * (input_difference + OWN_ROUNDINGS * roundoff)
 
 
+def gradient_sum_band(
+    pieces: Sequence[tuple[float, float, float]], out_norm: float, out_scale: float, roundoff: float
+) -> float:
+    """The band of a module's input gradient from the gradients its uses inside it hand
+    back (``pieces``: each one's relative difference, norm and largest magnitude): autograd
+    sums them, a step no dump records. A sum's difference is at most its terms' absolute
+    differences, in either norm: ``‖Δ Σ g_i‖ <= Σ d_i ‖g_i‖`` over the sum's norm, and the
+    same in magnitudes (``d`` is the larger of both kinds of statistic, dtype_noise), then its
+    own rounding, with the margin (docs/dtype-aware.md §3.2, "A module's input gradient")."""
+    by_norm = sum(d * norm for d, norm, _scale in pieces) / out_norm
+    by_scale = sum(d * scale for d, _norm, scale in pieces) / out_scale
+    return default_band(max(by_norm, by_scale), roundoff)
+
+
 def allowed_difference(
     inputs: Sequence[Operand],
     hidden: float,
