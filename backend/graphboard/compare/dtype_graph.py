@@ -48,10 +48,19 @@ class GraphVerdicts:
 def forward_twin(name: str) -> str | None:
     """The forward node of a backward one: ``X.7.backward`` -> ``X.7.forward`` (APIs),
     ``M.backward.0`` -> ``M.forward.0`` (modules); None for any other name."""
-    head, dot, tail = name.rpartition(".backward")
+    return _other_direction(name, ".backward", ".forward")
+
+
+def backward_twin(name: str) -> str | None:
+    """The backward node of a forward one (:func:`forward_twin` the other way)."""
+    return _other_direction(name, ".forward", ".backward")
+
+
+def _other_direction(name: str, direction: str, other: str) -> str | None:
+    head, dot, tail = name.rpartition(direction)
     if not dot or (tail and not tail[1:].isdigit()):
         return None
-    return f"{head}.forward{tail}"
+    return f"{head}{other}{tail}"
 
 
 def _judged(
@@ -93,15 +102,6 @@ def _judged(
     for key, value in found.allowed_out:
         allowed[key] = value
     return found
-
-
-def backward_twin(name: str) -> str | None:
-    """The backward node of a forward one: ``X.7.forward`` -> ``X.7.backward`` (APIs),
-    ``M.forward.0`` -> ``M.backward.0`` (modules); None for any other name."""
-    head, dot, tail = name.rpartition(".forward")
-    if not dot or (tail and not tail[1:].isdigit()):
-        return None
-    return f"{head}.backward{tail}"
 
 
 def read_unseen(verdict: NodeVerdict) -> float:
