@@ -18,6 +18,7 @@ from graphboard.compare.dtype_sensitivity import (
     allowed_difference,
     carried,
     default_band,
+    derivative_bound,
     derivative_spread,
     family_of,
     gradient_sum_band,
@@ -356,3 +357,41 @@ def test_a_modules_input_gradient_is_judged_by_the_gradients_its_uses_hand_back(
     plain = score_graph(_mlp_graphs(1.0), DataMode.SUMMARY)
     assert plain.verdict["Module.mlp.MLP.backward.0"] is Verdict.PASS
     assert not plain.introduced
+
+
+def test_a_products_backward_is_bounded_elementwise_too() -> None:
+    """h = g b elementwise (k = 1): g 1% off at magnitude 0.0128, b = 2x of magnitude
+    2 x 0.169 = 0.338 (x² by its exponent argument) 0.3% off, h of magnitude 0.0026:
+    |Δh| <= 0.338 (0.01 x 0.0128 + 0.003 x 0.0128), B = 2 |Δh| / 0.0026 + 4 u; without
+    ``elementwise`` (no terms reduce) the default band stays."""
+    assert derivative_bound(2, 0.169) == pytest.approx(0.338)
+    assert derivative_bound(3, 0.5) == pytest.approx(0.75)
+    assert derivative_bound(1.5, 0.5) == 0.0  # x^0.5's own difference is unbounded at 0
+    assert derivative_bound(-0.5, 0.5) == 0.0 and derivative_bound("2", 0.5) == 0.0
+    g = Operand(0.01, 0.0128, U32, numel=2048)
+    band, gain = reduced_gradient_band([g], 0.003, 0.338, 0.0026, U32, 2048, Family.PRODUCT, True)
+    assert band == pytest.approx(2 * 0.338 * (0.01 * 0.0128 + 0.003 * 0.0128) / 0.0026 + OWN32)
+    assert gain > 1.0
+    alone, one = reduced_gradient_band([g], 0.003, 0.338, 0.0026, U32, 2048, Family.PRODUCT)
+    assert one == 1.0 and alone == pytest.approx(default_band(0.013, U32))
+
+
+def test_a_power_by_its_exponent_argument_saves_its_derivatives_magnitude() -> None:
+    """pow(x, 2) with |x| <= 0.169: its backward reads 2x, of magnitude 0.338; a product of
+    a tensor and a number saves no magnitude (the number is not a tensor the dump shows)."""
+    x = _tensor("input.0", (0.169, -0.143, -0.0024, 1.676), (2, 16, 64))
+    y = _tensor("output.0", (0.0285, 0.0, 0.00137, 0.118), (2, 16, 64))
+    exponent = Param("input.1", Role.INPUT, "int", "<class 'int'>", (), 2, 2, 2, 2, value=2)
+    found = judge_node(
+        "Tensor.pow.0.forward",
+        [ParamRow(x, x), ParamRow(exponent, exponent), ParamRow(y, y)],
+        DataMode.SUMMARY,
+    )
+    assert found is not None and found.scale == pytest.approx(0.338)
+    scalar = Param("input.1", Role.INPUT, "float", "<class 'float'>", (), 0.5, 0.5, 0.5, 0.5)
+    halved = judge_node(
+        "Tensor.__mul__.0.forward",
+        [ParamRow(x, x), ParamRow(scalar, scalar), ParamRow(y, y)],
+        DataMode.SUMMARY,
+    )
+    assert halved is not None and halved.scale == 0.0

@@ -30,6 +30,7 @@ from graphboard.compare.dtype_peers import PeerInputs, peer_band
 from graphboard.compare.dtype_sensitivity import MARGIN as MARGIN
 from graphboard.compare.dtype_sensitivity import OWN_ROUNDINGS as OWN_ROUNDINGS
 from graphboard.compare.dtype_sensitivity import (
+    POWER_BY_ARGUMENT,
     Family,
     Inside,
     Operand,
@@ -37,10 +38,12 @@ from graphboard.compare.dtype_sensitivity import (
     allowed_difference,
     backward_family,
     default_band,
+    derivative_bound,
     derivative_spread,
     family_of,
     input_range,
     magnitude,
+    multiplies_elementwise,
     operand_of,
     reduced_gradient_band,
     stat_key,
@@ -244,6 +247,7 @@ def _tensor_problem(target: Param, golden: Param, explained: bool) -> str | None
 
 
 _isfinite = math.isfinite
+_EXPONENT_KEYS = frozenset({"input.1", "input.exponent"})  # pow(x, 2), pow(x, exponent=2)
 
 
 # One judged parameter while a node is judged: (row, is_output, verdict, d, band, why, own).
@@ -316,6 +320,8 @@ def judge_node(
     widest = 0.0  # the largest unit roundoff among the node's tensors
     carried = False  # an input already fails structurally (overflow, dtype, shape)
     requested: str | None = None  # the dtype the golden's call asks for, if it names one
+    powers = name in POWER_BY_ARGUMENT and ".backward" not in node_name
+    exponent: object = None  # a power's exponent argument (forward)
     for row in rows:
         target, golden = row.target, row.golden
         is_output = (target or golden).role is Role.OUTPUT  # type: ignore[union-attr]
@@ -324,6 +330,8 @@ def judge_node(
         if target is None or golden is None or not (target.is_tensor and golden.is_tensor):
             if requested is None:  # an op the golden's call pins to a dtype
                 requested = requested_dtype(golden)
+            if powers and golden is not None and golden.key in _EXPONENT_KEYS:
+                exponent = value_of(golden)
             verdict, reason, own = _presence_or_argument(row)
             if own and reference is not None and three_way.explains_argument(reference, row):
                 verdict, reason, own = Verdict.PASS, three_way.argument_note(row), False
@@ -450,6 +458,7 @@ def judge_node(
                     own_roundoff,
                     out.numel,
                     reducing,
+                    multiplies_elementwise(name),
                 )
             else:
                 band, found_gain = allowed_difference(
@@ -499,8 +508,11 @@ def judge_node(
     found = _node_of(entries, input_difference, largest_output, carried, explain, within)
     # its own ops' gain, and what it took from inside it or from its twin
     found.gain, found.roundoff = max(gain, inner_gain), widest
-    if family is Family.PRODUCT or family is Family.DIVIDE:  # what its backward reads
+    if family is Family.DIVIDE or (family is Family.PRODUCT and len(tensors) > 1):
+        # what its backward reads (a tensor times a number: the number, not known here)
         found.scale = max((magnitude(t, g) for t, g, _d, _h in tensors), default=0.0)
+    elif exponent is not None and tensors:  # a power's backward reads its derivative
+        found.scale = derivative_bound(exponent, magnitude(tensors[0][0], tensors[0][1]))
     found.allowed_out = tuple(sensitive)
     if tensors and ".backward" not in node_name:  # what a power's backward reads of it
         found.input_range = input_range(name, tensors[0][0], tensors[0][1])

@@ -153,13 +153,42 @@ _REDUCING_BACKWARD = {Family.PRODUCT, Family.DIVIDE, Family.LIPSCHITZ}
 _SUMS = frozenset(_FAMILY_NAMES[Family.LIPSCHITZ]) | {"__sub__", "__isub__", "__rsub__", "rsub"}
 
 
+# A power by its exponent argument, x ** p: its backward hands back g ⊙ p x^(p-1), a product
+# of the gradient and the derivative at the saved input (docs/dtype-aware.md §3.2).
+POWER_BY_ARGUMENT = frozenset({"pow", "pow_", "__pow__"})
+
+
 def backward_family(api: str) -> Family:
     """PRODUCT or LIPSCHITZ (a sum) for the backward of an elementwise product, quotient or
-    sum, whose operand gradients reduce over broadcast dimensions; DEFAULT for any other."""
+    sum, whose operand gradients reduce over broadcast dimensions, and PRODUCT for a power
+    by its exponent argument; DEFAULT for any other."""
+    if api in POWER_BY_ARGUMENT:
+        return Family.PRODUCT
     family = FAMILIES.get(api, (Family.DEFAULT, 1.0))[0]
     if family not in _REDUCING_BACKWARD:
         return Family.DEFAULT
     return Family.LIPSCHITZ if api in _SUMS else Family.PRODUCT
+
+
+def multiplies_elementwise(api: str) -> bool:
+    """Whether an API's backward multiplies each gradient element by one saved element: a
+    product's (g b) and a power's (g p x^(p-1)); not a quotient's, whose factor 1/b is not
+    bounded by the magnitudes its forward saw."""
+    return api in POWER_BY_ARGUMENT or FAMILIES.get(api, (Family.DEFAULT, 1.0))[0] is (
+        Family.PRODUCT
+    )
+
+
+def derivative_bound(exponent: object, scale: float) -> float:
+    """The largest |d/dx x^p| = |p| M^(p-1) over |x| <= M (``scale``), for p = 1 or p >= 2,
+    where the derivative and its own difference, |p (p-1)| M^(p-2) |Δx|, stay bounded on a
+    range through zero; 0 (nothing bounded) for any other exponent or a non-number."""
+    if isinstance(exponent, bool) or not isinstance(exponent, int | float) or scale <= 0.0:
+        return 0.0
+    p = float(exponent)
+    if p != 1.0 and p < 2.0:
+        return 0.0
+    return abs(p) * scale ** (p - 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,17 +390,21 @@ def reduced_gradient_band(
     out_roundoff: float,
     out_numel: int,
     family: Family,
+    elementwise: bool = False,
 ) -> tuple[float, float]:
     """(band, gain) of one output gradient of an elementwise sum's or product's backward:
     the sum of k = n_in / n_out terms g (a sum) or g b (a product, b a saved forward operand of
     magnitude ``saved_scale`` whose relative difference is ``hidden``):
-    |Δ| <= k (|Δg| |b| + |g| |Δb|)."""
+    |Δ| <= k (|Δg| |b| + |g| |Δb|). ``elementwise``: a product's backward is bounded so with
+    k = 1 too (each gradient element times one saved element, a power's derivative included):
+    the elements b magnifies need not be those at g's extremes."""
     relative = sum(carried(operand, out_roundoff) for operand in gradients) + hidden
     band = default_band(relative, out_roundoff)
     largest = max((operand.numel for operand in gradients), default=1)
-    if family is Family.DEFAULT or largest <= out_numel or out_scale <= 0.0:
+    reduces = largest > out_numel or (elementwise and family is Family.PRODUCT)
+    if family is Family.DEFAULT or not reduces or out_scale <= 0.0:
         return band, 1.0
-    terms = largest / max(out_numel, 1)
+    terms = max(largest / max(out_numel, 1), 1.0)
     absolute = sum(_absolute(operand) for operand in gradients)
     if family is Family.PRODUCT:
         if saved_scale <= 0.0:
