@@ -220,10 +220,8 @@ def below_request(
         return None
     if dtype_relation(golden.dtype, requested) is not DtypeRelation.SAME:
         return None  # the argument is not what set the golden's output dtype
-    if reference is not None:
-        counterpart = reference.params.get(target.key)
-        if counterpart is not None and counterpart.dtype == target.dtype:
-            return None
+    if reference is not None and reference.stand_in(target) is not None:
+        return None
     return MSG_REQUESTED.format(target.dtype, requested)
 
 
