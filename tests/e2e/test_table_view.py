@@ -68,6 +68,21 @@ def _wait_for_query(page: Any, **expected: str) -> None:
     )
 
 
+ROWS_IN_VIEW_JS = """
+() => { const list = globalThis.graphboardTable.list;
+  const rows = [...document.querySelectorAll('#table-body .table-row:not([hidden])')];
+  return rows.some((row) => Number(row.dataset.index) === list.topIndex())
+    && !rows.some((row) => row.classList.contains('loading')); }
+"""
+
+
+def _wait_for_rows_in_view(page: Any) -> None:
+    """Until the rows at the scroll position are drawn with their data. A scroll is drawn on
+    the next frame and its pages arrive later still, so the rows drawn before it (all loaded)
+    must not pass for the rows after it."""
+    page.wait_for_function(ROWS_IN_VIEW_JS)
+
+
 def _number(cell: str) -> float | None:
     try:
         number = float(cell.rstrip("%"))
@@ -259,7 +274,7 @@ def test_a_hundred_thousand_rows_scroll_with_few_elements(wide_viewer: Viewer) -
             " b.scrollTop = f * (b.scrollHeight - b.clientHeight); }",
             fraction,
         )
-        _wait_for_query(page, graph="wide")
+        _wait_for_rows_in_view(page)
         most_rows = max(most_rows, page.evaluate(ROWS_IN_DOM_JS))
     last = _api_rows(wide_viewer.base, "wide", cursor=100_001, limit=1)["items"][0]
     assert _shown(page)[-1] == last["cells"]
