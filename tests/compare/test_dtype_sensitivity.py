@@ -331,15 +331,28 @@ def _mlp_graphs(hook: float) -> Graph:
     return target
 
 
+def test_a_gradient_sums_own_rounding_is_its_additions() -> None:
+    """k gradients summed round k - 1 times, each at most u of a partial sum (so of Σ‖g_i‖);
+    the terms' d hold their own unseen rounding already (the caller's floor), so §3.1's four
+    roundings are not added: three exact terms of norm 1 summing to norm 3 give 2 x 2u x 3 /
+    3 = 4u where the default band's would be 8u. A lone term still has a cast's one."""
+    u = 2.0**-8
+    assert gradient_sum_band([(0.0, 1.0, 1.0)] * 3, 3.0, 3.0, u) == pytest.approx(4 * u)
+    assert gradient_sum_band([(0.01, 2.0, 1.0)], 2.0, 1.0, u) == pytest.approx(2 * (0.01 + u))
+    # cancelling terms (norm of the sum below the sum of norms) widen it: their roundings
+    # are relative to the partial sums, not to the result
+    assert gradient_sum_band([(0.0, 1.0, 1.0)] * 2, 0.5, 0.5, u) == pytest.approx(8 * u)
+
+
 def test_a_modules_input_gradient_is_judged_by_the_gradients_its_uses_hand_back() -> None:
     """Each use's gradient d = 0.01 / 1.01 = 0.0099 (norm 2.02, magnitude 1.01), summed into
-    a gradient of norm 4.04 x 1.05 = 4.242, magnitude 2.121: B = 2 (2 x 0.0099 x 2.02 / 4.242
-    + 4 u) = 0.0189. The 5% hook's d = 1 - 1 / 1.0605 = 0.057 is beyond it, where the
+    a gradient of norm 4.04 x 1.05 = 4.242, magnitude 2.121: B = 2 x 2 (0.0099 + u) x 2.02 /
+    4.242 = 0.0189 (one addition, u of each term's norm). The 5% hook's d = 1 - 1 / 1.0605 = 0.057 is beyond it, where the
     module's own band (its input gradient and the forward's 3%, read unseen) holds it; without
     the hook the module passes."""
     d_piece = 0.01 / 1.01
     band = gradient_sum_band([(d_piece, 2.02, 1.01)] * 2, 4.04 * 1.05, 2.02 * 1.05, U32)
-    assert band == pytest.approx(2 * (2 * d_piece * 2.02 / 4.242 + 4 * U32))
+    assert band == pytest.approx(2 * 2 * (d_piece + U32) * 2.02 / 4.242)
     hooked = score_graph(_mlp_graphs(1.05), DataMode.SUMMARY)
     assert hooked.verdict["Module.mlp.MLP.backward.0"] is Verdict.ERROR
     assert "Module.mlp.MLP.backward.0" in hooked.introduced

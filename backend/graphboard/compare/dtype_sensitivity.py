@@ -239,11 +239,16 @@ def gradient_sum_band(
     back (``pieces``: each one's relative difference, norm and largest magnitude): autograd
     sums them, a step no dump records. A sum's difference is at most its terms' absolute
     differences, in either norm: ``‖Δ Σ g_i‖ <= Σ d_i ‖g_i‖`` over the sum's norm, and the
-    same in magnitudes (``d`` is the larger of both kinds of statistic, dtype_noise), then its
-    own rounding, with the margin (docs/dtype-aware.md §3.2, "A module's input gradient")."""
-    by_norm = sum(d * norm for d, norm, _scale in pieces) / out_norm
-    by_scale = sum(d * scale for d, _norm, scale in pieces) / out_scale
-    return default_band(max(by_norm, by_scale), roundoff)
+    same in magnitudes (``d`` is the larger of both kinds of statistic, dtype_noise), plus
+    its own roundings: ``k - 1`` additions of ``k`` terms, each at most ``u`` of a partial
+    sum, so ``(k - 1) u Σ ‖g_i‖`` (one at least: a cast to the input's dtype), with the
+    margin. The terms' ``d`` already hold the rounding their statistics need not show (the
+    caller's floor), so §3.1's ``OWN_ROUNDINGS`` is not added again (docs/dtype-aware.md
+    §3.2, "A module's input gradient")."""
+    additions = max(len(pieces) - 1, 1) * roundoff
+    by_norm = sum((d + additions) * norm for d, norm, _scale in pieces) / out_norm
+    by_scale = sum((d + additions) * scale for d, _norm, scale in pieces) / out_scale
+    return MARGIN * max(by_norm, by_scale)
 
 
 def allowed_difference(
