@@ -24,6 +24,7 @@ from graphboard.compare.dtype_sensitivity import (
     gradient_sum_band,
     input_range,
     reduced_gradient_band,
+    stat_key,
 )
 from graphboard.compare.engine import compare_graphs
 from graphboard.compare.result import DataMode, ParamRow
@@ -369,7 +370,9 @@ def test_a_modules_input_gradient_is_judged_by_the_gradients_its_uses_hand_back(
     assert alone is not None and alone.verdict is Verdict.PASS  # its own band holds it
     plain = score_graph(_mlp_graphs(1.0), DataMode.SUMMARY)
     assert plain.verdict["Module.mlp.MLP.backward.0"] is Verdict.PASS
-    assert not plain.introduced
+    # x, 3% off and made by no recorded node, enters at its first reader (§3.3); no
+    # backward node introduces anything
+    assert plain.introduced == {"Module.mlp.up.Linear.forward.0"}
 
 
 def test_a_products_backward_is_bounded_elementwise_too() -> None:
@@ -408,3 +411,118 @@ def test_a_power_by_its_exponent_argument_saves_its_derivatives_magnitude() -> N
         DataMode.SUMMARY,
     )
     assert halved is not None and halved.scale == 0.0
+
+
+Pair = tuple[tuple[float, float, float, float], tuple[float, float, float, float]]
+
+
+def _calls(*calls: tuple[str, dict[str, Pair]]) -> Graph:
+    """A forward chain of calls, each its name and tensors: key -> (target, golden) stats."""
+
+    def side(which: int) -> Graph:
+        return graph(
+            "NPU",
+            *[
+                node(name, [_tensor(key, pair[which], (4,)) for key, pair in tensors.items()])
+                for name, tensors in calls
+            ],
+        )
+
+    target, golden = side(0), side(1)
+    for name, target_node in target.nodes.items():
+        target_node.counterpart = golden.nodes[name]
+    compare_graphs(target, golden, DataMode.SUMMARY)
+    return target
+
+
+def _off(stats: tuple[float, float, float, float], factor: float) -> Pair:
+    return tuple(value * factor for value in stats), stats  # type: ignore[return-value]
+
+
+X, Y, B = (1.0, -1.0, 0.0, 2.0), (2.0, -2.0, 0.0, 4.0), (1.0, 0.01, 0.3, 1.2)
+Z, W = (3.0, -3.0, 0.0, 6.0), (4.0, -4.0, 0.0, 8.0)
+
+
+def test_an_input_no_recorded_node_made_enters_the_run_where_it_is_first_read() -> None:
+    """A buffer (a rotary inv_freq) 10% off, read by the second call: no recorded node made
+    it and the run has shown no difference before it, so it is that call's error; its second
+    reader carries it in. With the buffer as the golden's, nothing is introduced."""
+
+    def calls(buffer: float) -> Graph:
+        return _calls(
+            ("Torch.mul.0.forward", {"input.0": _off(X, 1.0), "output.0": _off(Y, 1.0)}),
+            (
+                "Torch.mul.1.forward",
+                {"input.0": _off(Y, 1.0), "input.1": _off(B, buffer), "output.0": _off(Z, buffer)},
+            ),
+            (
+                "Torch.mul.2.forward",
+                {
+                    "input.0": _off(B, buffer),
+                    "input.1": _off(Z, buffer),
+                    "output.0": _off(W, buffer),
+                },
+            ),
+        )
+
+    assert score_graph(calls(1.1), DataMode.SUMMARY).introduced == {"Torch.mul.1.forward"}
+    assert not score_graph(calls(1.0), DataMode.SUMMARY).introduced
+
+
+def test_a_view_carries_at_most_the_difference_the_run_shows() -> None:
+    """The run's data 5% off (d = 0.048: the first call's input, made by nothing recorded,
+    enters there), then a tensor no recorded node made (a view of the stream): 6% off is
+    within MARGIN x 0.048, 30% is beyond it and enters the run at its reader."""
+
+    def calls(view: float) -> Graph:
+        return _calls(
+            ("Torch.mul.0.forward", {"input.0": _off(X, 1.05), "output.0": _off(Y, 1.05)}),
+            ("Torch.mul.1.forward", {"input.0": _off(B, view), "output.0": _off(Z, view)}),
+        )
+
+    assert score_graph(calls(1.06), DataMode.SUMMARY).introduced == {"Torch.mul.0.forward"}
+    assert score_graph(calls(1.3), DataMode.SUMMARY).introduced == {
+        "Torch.mul.0.forward",
+        "Torch.mul.1.forward",
+    }
+
+
+def test_an_entering_inputs_reason_names_it_and_its_band() -> None:
+    """judge_node's own view of the rule: the band is MARGIN x max(rounding, the run's
+    largest difference before it), here 2 x 0.02."""
+    target, golden = _off(B, 1.1)
+    rows = [
+        ParamRow(_tensor("input.0", target, (4,)), _tensor("input.0", golden, (4,))),
+        ParamRow(_tensor("output.0", target, (4,)), _tensor("output.0", golden, (4,))),
+    ]
+    key = stat_key(_tensor("input.0", target, (4,)))
+    found = judge_node("Torch.mul.0.forward", rows, DataMode.SUMMARY, entering={key: 0.02})
+    assert found is not None and found.introduced and found.deciding is not None
+    assert found.deciding.key == "input.0"
+    assert found.deciding.band == pytest.approx(MARGIN * 0.02)
+    assert found.deciding.reason.startswith("error: an input no recorded node made")
+    quiet = judge_node("Torch.mul.0.forward", rows, DataMode.SUMMARY, entering={key: 0.06})
+    assert quiet is not None and not quiet.introduced
+
+
+def test_calls_paired_by_their_count_only_say_nothing_of_what_enters() -> None:
+    """A kernel swap renumbers the calls after it: the second call reads the first one's
+    output, which the golden's call of that number does not (it reads another tensor), so the
+    two are different calls and the buffer beside it, 10% off, is not judged as entering
+    there. Paired with what it was made with, the same buffer is."""
+
+    def calls(golden_reads: tuple[float, float, float, float]) -> Graph:
+        return _calls(
+            ("Torch.mul.0.forward", {"input.0": _off(X, 1.0), "output.0": _off(Y, 1.0)}),
+            (
+                "Torch.mul.1.forward",
+                {
+                    "input.0": (Y, golden_reads),
+                    "input.1": _off(B, 1.1),
+                    "output.0": _off(Z, 1.1),  # what the buffer's 10% explains
+                },
+            ),
+        )
+
+    assert "Torch.mul.1.forward" not in score_graph(calls(Z), DataMode.SUMMARY).introduced
+    assert "Torch.mul.1.forward" in score_graph(calls(Y), DataMode.SUMMARY).introduced

@@ -151,6 +151,11 @@ MSG_PEERS_BEYOND = (
 MSG_CARRIED = "carried in by an input"
 MSG_INPUT = "input: d {d:.3g} against its own roundoff {band:.3g}"
 MSG_WEIGHT = "error: a parameter differs by d {d:.3g}, beyond the {band:.3g} its rounding explains"
+MSG_ENTERS = (
+    "error: an input no recorded node made (a buffer, or a tensor from outside the dump) "
+    "differs by d {d:.3g}, beyond the {band:.3g} that rounding and the run's differences "
+    "before it explain"
+)
 
 
 # msprobe names torch.distributed's calls ``Distributed.<api>.<n>.<direction>``. Every one
@@ -264,6 +269,7 @@ def judge_node(
     eager: bool = False,
     reference: three_way.NodeNoise | None = None,
     peers: PeerInputs | None = None,
+    entering: Mapping[StatKey, float] | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one scored node (None without rows, as msprobe's).
 
@@ -286,7 +292,10 @@ def judge_node(
     beyond the reference's, and an argument the reference passed as the target did is no
     error. ``peers``: a collective's inputs on every rank of its call, where the file links
     them (compare/dtype_peers.py): an output its own inputs do not explain is judged against
-    the band they give, not left a warning."""
+    the band they give, not left a warning. ``entering``: per input tensor (stat_key) that
+    no node recorded before this one made (dtype_graph.py: a buffer, the run's data, or a
+    view an unrecorded op made), the largest difference the run showed before it: beyond
+    ``MARGIN`` times that or its rounding, the difference enters the run here (§3.3)."""
     if not rows:
         return None
     if reference is not None:
@@ -378,6 +387,7 @@ def judge_node(
                 why = three_way.MSG_REF_INPUT.format(noise=noise)
                 entries.append((row, False, Verdict.PASS, difference, noise, why, False))
         else:
+            measured = difference
             if allowed_in:  # what a sensitive producer allowed this tensor, when larger
                 allowed = allowed_in.get(stat_key(target))
                 if allowed is not None and allowed > difference:
@@ -389,11 +399,16 @@ def judge_node(
             if holds > held:
                 held = holds
             tensors.append((target, golden, difference, holds))
+            before = entering.get(stat_key(target)) if entering else None
             if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
                 # a weight is made by nothing the dump shows: beyond one rounding, it is
                 # this node's error
                 band = MARGIN * roundoff
                 entries.append((row, False, Verdict.ERROR, difference, band, MSG_WEIGHT, True))
+            elif before is not None and measured > MARGIN * max(holds, before):
+                # made by no recorded node: a view carries at most what the run shows so far
+                band = MARGIN * max(holds, before)
+                entries.append((row, False, Verdict.ERROR, measured, band, MSG_ENTERS, True))
             elif explain:  # a passing input: only the detail panel lists it
                 entries.append((row, False, Verdict.PASS, difference, roundoff, MSG_INPUT, False))
     largest_output = 0.0

@@ -72,6 +72,7 @@ def _judged(
     upstream: float,
     eager: bool = False,
     reference: NoiseReference | None = None,
+    entering: dict[StatKey, float] | None = None,
 ) -> NodeVerdict | None:
     if allowed and api_name(node.name) in IGNORE_ALL:  # a cast passes its input's on
         tensors = [param for param in node.params or () if param.is_tensor]
@@ -96,6 +97,7 @@ def _judged(
         upstream,
         eager,
         reference=noise,
+        entering=entering,
     )
     if found is None:
         return None
@@ -137,8 +139,9 @@ def score_graph(
             (forward if twin_name is None else backward).append((node, twin_name))
     upstream = 0.0  # the largest unit roundoff of the nodes judged so far
     allowed: dict[StatKey, float] = {}  # tensors a sensitive op's band widened, by stat_key
-    # how each node was judged, to judge it again eagerly: (hidden, inside, upstream)
-    contexts: dict[str, tuple[float, Inside | None, float]] = {}
+    # how each node was judged, to judge it again eagerly: (hidden, inside, upstream, entering)
+    contexts: dict[str, tuple[float, Inside | None, float, dict[StatKey, float] | None]] = {}
+    made = MadeSoFar()  # the tensors recorded nodes made, and the run's largest difference
     eager_done: set[str] = set()
 
     def judge_again_eagerly(node: Node) -> NodeVerdict | None:
@@ -146,14 +149,14 @@ def score_graph(
         if node.name in eager_done or node.name not in contexts:
             return judged.get(node.name)
         eager_done.add(node.name)
-        hidden, inside, before = contexts[node.name]
+        hidden, inside, before, entering = contexts[node.name]
         twin_name = forward_twin(node.name)
         twin_node = target.nodes.get(twin_name) if twin_name is not None else None
         if twin_node is not None:  # a backward takes its forward's gain, worked eagerly too
             twin = judge_again_eagerly(twin_node)  # noqa: F821 (emptied only once done)
             if twin is not None:
                 inside = _with_twin(inside, twin)
-        found = _judged(node, mode, hidden, inside, allowed, before, True, reference)
+        found = _judged(node, mode, hidden, inside, allowed, before, True, reference, entering)
         if found is not None:
             judged[node.name] = found
         return found
@@ -166,8 +169,10 @@ def score_graph(
             # the saved inputs count as often as the derivative's condition makes them
             hidden = twin_hidden(api_name(node.name), twin)
             inside = _with_twin(inside, twin)
-        contexts[node.name] = (hidden, inside, upstream)
-        found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference)
+        # a forward node's inputs no recorded node made (-nr: the reference measures them)
+        entering = made.entering(node) if twin_name is None and reference is None else None
+        contexts[node.name] = (hidden, inside, upstream, entering)
+        found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference, entering)
         if found is not None and found.introduced and found.verdict is Verdict.ERROR:
             # before calling it introduced: the gains its default bands left unworked
             widened = inside
@@ -187,9 +192,11 @@ def score_graph(
                 if gain > base.gain:
                     widened = replace(base, gain=gain)
             if widened != inside:
-                contexts[node.name] = (hidden, widened, upstream)
+                contexts[node.name] = (hidden, widened, upstream, entering)
                 inside = widened
-                found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference)
+                found = _judged(
+                    node, mode, hidden, inside, allowed, upstream, False, reference, entering
+                )
         if (
             found is not None
             and twin_name is not None
@@ -198,6 +205,8 @@ def score_graph(
             and node.type is NodeType.MODULE
         ):
             found = _judged_by_input_gradients(target, node, twin_name, found, upstream)
+        if twin_name is None:
+            made.add(node, found)
         if found is not None:
             judged[node.name] = found
             if found.roundoff > upstream:
@@ -233,6 +242,65 @@ def score_graph(
 
 
 _NOTHING = Inside()
+
+
+class MadeSoFar:
+    """What the forward pass has shown so far, in execution order: the tensors recorded
+    nodes read or made (by stat_key), each with the golden tensor it was paired with there,
+    and the largest output difference among them. An input outside that set was made by no
+    recorded node: a buffer (a rotary embedding's ``inv_freq``), the run's data, or a view or
+    other op the dump leaves out. A view carries at most the difference of what it views,
+    which the run has shown, so a difference beyond ``MARGIN`` times the largest one so far
+    (or its rounding) enters the run at the node that reads it first (docs/dtype-aware.md
+    §3.3, "An input no recorded node made"). Only where the node's pairing is the same call:
+    a tensor already made, paired here with another golden tensor than where it was made,
+    says the two calls were paired by their count only (a kernel swap renumbers them), and
+    their inputs' numbers say nothing."""
+
+    __slots__ = ("largest", "seen")
+
+    def __init__(self) -> None:
+        self.seen: dict[StatKey, StatKey | None] = {}  # target tensor -> its golden partner
+        self.largest = 0.0
+
+    def entering(self, node: Node) -> dict[StatKey, float] | None:
+        """The node's input tensors not made before it, each with the largest difference
+        so far; None when there are none, or when the node's pairing is not the same call."""
+        rows: list[ParamRow] = node.comparison.rows if node.comparison is not None else []
+        found: dict[StatKey, float] | None = None
+        for row in rows:
+            target, golden = row.target, row.golden
+            if target is None or not target.is_tensor or target.role is not Role.INPUT:
+                continue
+            key = stat_key(target)
+            if key not in self.seen:
+                if found is None:
+                    found = {}
+                found[key] = self.largest
+                continue
+            partner = self.seen[key]
+            if partner is not None and golden is not None and stat_key(golden) != partner:
+                return None  # another golden tensor than where it was made: another call
+        return found
+
+    def add(self, node: Node, found: NodeVerdict | None) -> None:
+        """The node's tensors are made (read) now. A cast (neither rule set judges it)
+        hands on an input made by nothing recorded: its output is no more made than that."""
+        if node.comparison is not None:
+            pairs = [(row.target, row.golden) for row in node.comparison.rows]
+        else:
+            pairs = [(param, None) for param in node.params or ()]
+        tensors = [(t, g) for t, g in pairs if t is not None and t.is_tensor]
+        passes_on = api_name(node.name) in IGNORE_ALL and any(
+            stat_key(t) not in self.seen for t, _g in tensors if t.role is Role.INPUT
+        )
+        seen = self.seen
+        for target, golden in tensors:
+            if not (passes_on and target.role is Role.OUTPUT):
+                partner = stat_key(golden) if golden is not None and golden.is_tensor else None
+                seen.setdefault(stat_key(target), partner)
+        if found is not None and found.output_difference > self.largest:
+            self.largest = found.output_difference
 
 
 def _with_twin(inside: Inside | None, twin: NodeVerdict) -> Inside | None:
