@@ -526,3 +526,47 @@ def test_calls_paired_by_their_count_only_say_nothing_of_what_enters() -> None:
 
     assert "Torch.mul.1.forward" not in score_graph(calls(Z), DataMode.SUMMARY).introduced
     assert "Torch.mul.1.forward" in score_graph(calls(Y), DataMode.SUMMARY).introduced
+
+
+def test_a_weight_read_inside_its_module_is_judged_as_the_modules_parameter() -> None:
+    """A Linear's weight 5% off: its module holds it as a parameter (one rounding allowed)
+    and the call inside reads the same tensor as an input. The module, where the dump names it
+    a weight, introduces the error; the call does not take it for a tensor entering from
+    outside the dump."""
+    weight = _off(B, 1.05)
+
+    def side(which: int) -> Graph:
+        call = node(
+            "Functional.linear.0.forward",
+            [
+                _tensor("input.0", X, (4,)),
+                _tensor("input.1", weight[which], (4,)),
+                _tensor("output.0", _off(Y, 1.05)[which], (4,)),
+            ],
+        )
+        parameter = Param(
+            "parameters.weight",
+            Role.PARAMETERS,
+            "torch.Tensor",
+            "torch.float32",
+            (4,),
+            *weight[which],
+            is_tensor=True,
+        )
+        module = node(
+            "Module.fc.Linear.forward.0",
+            [
+                _tensor("input.0", X, (4,)),
+                parameter,
+                _tensor("output.0", _off(Y, 1.05)[which], (4,)),
+            ],
+            [call],
+        )
+        return graph("NPU", module)
+
+    target, golden = side(0), side(1)
+    for name, target_node in target.nodes.items():
+        target_node.counterpart = golden.nodes[name]
+    compare_graphs(target, golden, DataMode.SUMMARY)
+    found = score_graph(target, DataMode.SUMMARY)
+    assert found.introduced == {"Module.fc.Linear.forward.0"}

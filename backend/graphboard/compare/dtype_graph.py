@@ -141,7 +141,7 @@ def score_graph(
     allowed: dict[StatKey, float] = {}  # tensors a sensitive op's band widened, by stat_key
     # how each node was judged, to judge it again eagerly: (hidden, inside, upstream, entering)
     contexts: dict[str, tuple[float, Inside | None, float, dict[StatKey, float] | None]] = {}
-    made = MadeSoFar()  # the tensors recorded nodes made, and the run's largest difference
+    made = MadeSoFar(target)  # the tensors recorded nodes made, and the run's largest difference
     eager_done: set[str] = set()
 
     def judge_again_eagerly(node: Node) -> NodeVerdict | None:
@@ -259,9 +259,15 @@ class MadeSoFar:
 
     __slots__ = ("largest", "seen")
 
-    def __init__(self) -> None:
+    def __init__(self, target: Graph) -> None:
         self.seen: dict[StatKey, StatKey | None] = {}  # target tensor -> its golden partner
         self.largest = 0.0
+        # a module's weights are judged where they are its parameters (§3.3), as weights:
+        # a call reading one inside it does not take it for something else entering
+        for node in target.nodes.values():
+            for param in node.params or ():
+                if param.is_tensor and param.role is Role.PARAMETERS:
+                    self.seen.setdefault(stat_key(param), None)
 
     def entering(self, node: Node) -> dict[StatKey, float] | None:
         """The node's input tensors not made before it, each with the largest difference
