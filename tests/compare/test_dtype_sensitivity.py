@@ -570,3 +570,32 @@ def test_a_weight_read_inside_its_module_is_judged_as_the_modules_parameter() ->
     compare_graphs(target, golden, DataMode.SUMMARY)
     found = score_graph(target, DataMode.SUMMARY)
     assert found.introduced == {"Module.fc.Linear.forward.0"}
+
+
+def test_the_panel_explains_a_graph_rules_error_with_the_facts_the_build_kept() -> None:
+    """The module backward's gradient-sum error is the graph's (its own records pass): the
+    build keeps the bands it was judged with, which survive the file's JSON, and the panel's
+    working with them gives the stored verdict and its reason; without them, a pass."""
+    from graphboard.compare.dtype_context import RuleContext
+    from graphboard.compare.dtype_explain import explain_node
+
+    target = _mlp_graphs(1.05)
+    found = score_graph(target, DataMode.SUMMARY)
+    name = "Module.mlp.MLP.backward.0"
+    kept = found.context[name]
+    assert kept.gradient_sum and set(found.context) == found.introduced
+    again = RuleContext.from_json(kept.to_json())
+    assert again == kept
+    module = target.nodes[name]
+    assert module.params is not None and module.counterpart is not None
+    golden = module.counterpart.params or []
+    explained = explain_node(name, module.params, golden, DataMode.SUMMARY, context=again)
+    assert explained is not None and explained.introduced and explained.deciding is not None
+    assert explained.deciding.reason.startswith("error: d ")
+    assert "gradients its uses inside it hand back" in explained.deciding.reason
+    assert explained.deciding.band == pytest.approx(kept.gradient_sum["output.0"])
+    forward = target.nodes["Module.mlp.MLP.forward.0"]
+    assert forward.params is not None and forward.counterpart is not None
+    twin = (forward.name, forward.params, forward.counterpart.params or [])
+    alone = explain_node(name, module.params, golden, DataMode.SUMMARY, twin=twin)
+    assert alone is not None and not alone.introduced  # its own band, with its twin's

@@ -32,7 +32,8 @@ from graphboard.errors import GraphboardError
 from graphboard.pipeline import BuildOptions, run_build
 from graphboard.server.app import create_app
 from graphboard.server.settings import Settings
-from graphboard.store.reader import GraphKey, open_vis_db, search, tree
+from graphboard.store.reader import GraphKey, open_vis_db, search, summaries, tree
+from graphboard.verdict.rule_explain import explain_stored
 from graphboard.verdict_cli import file_verdict
 
 __all__ = ["dtype_dumps"]
@@ -160,6 +161,25 @@ def test_the_file_keeps_msprobes_tables_and_records_the_reference(
     # the reference changes the dtype-aware verdicts only: msprobe's are the same
     with_counts = file_verdict(with_reference, rules="msprobe").counts
     assert with_counts == file_verdict(without, rules="msprobe").counts
+
+
+def test_without_a_reference_the_wrong_base_enters_where_inv_freq_is_read(
+    rope_files: dict[str, Path],
+) -> None:
+    """No reference: the rotary base's change enters through ``inv_freq``, a buffer no
+    record holds (docs/dtype-aware.md §3.3), at the call inside the rotary module that reads
+    it first; the stored verdict is explained by that rule, with the band it was judged
+    against, not by the call's own records (which pass)."""
+    path = rope_files["without"]
+    first, before = _errors(path)
+    assert first is not None and before == []
+    with open_vis_db(path, path.parent / "cache") as db:
+        found = summaries.summary(db, TARGET, first)
+        assert found is not None and found.parent == ROTARY
+        explained = explain_stored(db, TARGET, first)
+    assert explained is not None and explained.introduced
+    assert explained.deciding is not None
+    assert explained.deciding.reason.startswith("error: an input no recorded node made")
 
 
 def test_the_node_api_shows_target_golden_and_reference(rope_files: dict[str, Path]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from graphboard.compare import metrics
 from graphboard.compare.dtype_aware import NodeVerdict, judge_node
+from graphboard.compare.dtype_context import RuleContext, beyond_gradient_sum, by_stat_key
 from graphboard.compare.dtype_graph import twin_hidden
 from graphboard.compare.dtype_peers import PeerInputs
 from graphboard.compare.dtype_sensitivity import Inside
@@ -39,13 +40,16 @@ def explain_node(
     reference: NodeNoise | None = None,
     twin_reference: NodeNoise | None = None,
     peers: PeerInputs | None = None,
+    context: RuleContext | None = None,
 ) -> NodeVerdict | None:
     """The dtype-aware verdict of one pair, with its parameters; ``twin``: a backward node's
     forward twin (name, target and golden parameters), whose tensors it reads unseen;
     ``reference``, ``twin_reference``: a noise reference's measured d per parameter key of
     the node and of its twin (compare/noise_reference.py), as the build judged them;
     ``peers``: a collective's group inputs on every rank (compare/dtype_peers.py), where the
-    build linked them."""
+    build linked them; ``context``: the graph facts the build judged the node with, kept for
+    a node introducing an error (compare/dtype_context.py): with it, the build's very
+    judgement, without it the node's own."""
     judged_mode = DataMode.SUMMARY if mode is DataMode.TENSOR else mode
     hidden = 0.0
     inside: Inside | None = None
@@ -57,6 +61,22 @@ def explain_node(
             if found.spread > 1.0:  # a power's derivative reweights the gradient
                 inside = Inside(spread=found.spread)
     rows = scored_rows(target, golden)
-    return judge_node(
-        name, rows, judged_mode, hidden, inside=inside, reference=reference, peers=peers
+    if context is None:
+        return judge_node(
+            name, rows, judged_mode, hidden, inside=inside, reference=reference, peers=peers
+        )
+    found = judge_node(
+        name,
+        rows,
+        judged_mode,
+        context.hidden,
+        inside=context.inside,
+        allowed_in=by_stat_key(target, context.allowed),
+        upstream=context.upstream,
+        reference=reference,
+        peers=peers,
+        entering=by_stat_key(target, context.entering),
     )
+    if found is not None and context.gradient_sum:
+        found = beyond_gradient_sum(found, rows, context.gradient_sum)
+    return found

@@ -13,6 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from graphboard.compare.dtype_aware import NodeVerdict, Verdict, judge_node
+from graphboard.compare.dtype_context import (
+    RuleContext,
+    beyond_gradient_sum,
+    by_param_key,
+)
 from graphboard.compare.dtype_noise import dtype_facts, numel_of, statistics_difference
 from graphboard.compare.dtype_sensitivity import (
     Inside,
@@ -43,6 +48,8 @@ class GraphVerdicts:
     introduced: set[str] = field(default_factory=set)
     reference: NoiseReference | None = None  # the noise reference (-nr) judged against
     excess: dict[str, float] = field(default_factory=dict)  # NodeVerdict.excess, per node
+    # per introducing node, the graph facts it was judged with (compare/dtype_context.py)
+    context: dict[str, RuleContext] = field(default_factory=dict)
 
 
 def forward_twin(name: str) -> str | None:
@@ -73,7 +80,10 @@ def _judged(
     eager: bool = False,
     reference: NoiseReference | None = None,
     entering: dict[StatKey, float] | None = None,
+    kept: dict[str, RuleContext] | None = None,
 ) -> NodeVerdict | None:
+    """judge_node with the graph's facts; ``kept``: where an introducing node's facts go
+    (the last judgement of a node is the one kept)."""
     if allowed and api_name(node.name) in IGNORE_ALL:  # a cast passes its input's on
         tensors = [param for param in node.params or () if param.is_tensor]
         inputs = [param for param in tensors if param.role is not Role.OUTPUT]
@@ -101,6 +111,17 @@ def _judged(
     )
     if found is None:
         return None
+    if kept is not None:
+        if found.introduced:
+            kept[node.name] = RuleContext(
+                hidden,
+                upstream,
+                inside,
+                by_param_key(node.params, allowed),
+                by_param_key(node.params, entering or {}),
+            )
+        else:
+            kept.pop(node.name, None)
     for key, value in found.allowed_out:
         allowed[key] = value
     return found
@@ -142,6 +163,7 @@ def score_graph(
     # how each node was judged, to judge it again eagerly: (hidden, inside, upstream, entering)
     contexts: dict[str, tuple[float, Inside | None, float, dict[StatKey, float] | None]] = {}
     made = MadeSoFar(target)  # the tensors recorded nodes made, and the run's largest difference
+    kept = result.context
     eager_done: set[str] = set()
 
     def judge_again_eagerly(node: Node) -> NodeVerdict | None:
@@ -156,7 +178,9 @@ def score_graph(
             twin = judge_again_eagerly(twin_node)  # noqa: F821 (emptied only once done)
             if twin is not None:
                 inside = _with_twin(inside, twin)
-        found = _judged(node, mode, hidden, inside, allowed, before, True, reference, entering)
+        found = _judged(
+            node, mode, hidden, inside, allowed, before, True, reference, entering, kept
+        )
         if found is not None:
             judged[node.name] = found
         return found
@@ -172,7 +196,9 @@ def score_graph(
         # a forward node's inputs no recorded node made (-nr: the reference measures them)
         entering = made.entering(node) if twin_name is None and reference is None else None
         contexts[node.name] = (hidden, inside, upstream, entering)
-        found = _judged(node, mode, hidden, inside, allowed, upstream, False, reference, entering)
+        found = _judged(
+            node, mode, hidden, inside, allowed, upstream, False, reference, entering, kept
+        )
         if found is not None and found.introduced and found.verdict is Verdict.ERROR:
             # before calling it introduced: the gains its default bands left unworked
             widened = inside
@@ -195,7 +221,7 @@ def score_graph(
                 contexts[node.name] = (hidden, widened, upstream, entering)
                 inside = widened
                 found = _judged(
-                    node, mode, hidden, inside, allowed, upstream, False, reference, entering
+                    node, mode, hidden, inside, allowed, upstream, False, reference, entering, kept
                 )
         if (
             found is not None
@@ -204,7 +230,11 @@ def score_graph(
             and not found.introduced
             and node.type is NodeType.MODULE
         ):
-            found = _judged_by_input_gradients(target, node, twin_name, found, upstream)
+            bands = _gradient_sum_bands(target, node, twin_name, upstream)
+            if bands:
+                found = beyond_gradient_sum(found, node.comparison.rows, bands)
+                if found.introduced:
+                    kept[node.name] = RuleContext(hidden, upstream, inside, gradient_sum=bands)
         if twin_name is None:
             made.add(node, found)
         if found is not None:
@@ -234,6 +264,8 @@ def score_graph(
         result.excess[name] = found.excess
         if found.introduced:
             introduced.add(name)
+    for name in [name for name in kept if name not in introduced]:
+        del kept[name]
     _attribute_inside(target, result)
     for node in api_collections(target):  # children first: a collection may hold collections
         worst = [verdicts[child.name] for child in node.children if child.name in verdicts]
@@ -319,24 +351,25 @@ def _with_twin(inside: Inside | None, twin: NodeVerdict) -> Inside | None:
     return Inside(base.roundoff, max(base.gain, twin.gain), twin.scale, twin.spread)
 
 
-def _judged_by_input_gradients(
-    target: Graph, module: Node, twin_name: str, found: NodeVerdict, upstream: float
-) -> NodeVerdict:
-    """A module's backward judged by what makes its outputs: the gradient of each input of
+def _gradient_sum_bands(
+    target: Graph, module: Node, twin_name: str, upstream: float
+) -> dict[str, float]:
+    """Per output key of a module's backward, the band of its uses' gradient sum (none where
+    the dump does not show every use): the gradient of each input of
     its forward is the sum of the gradients handed back by the nodes inside it that read
     that input (autograd adds them; no dump records the sum). Where the dump shows every such
     use's gradient, an output beyond the band of their sum (dtype_sensitivity.
     gradient_sum_band) is an error this module introduces: something between its inner
     backward nodes and its output changed the gradient (a backward hook, a custom autograd
     function, a scaled gradient). The module's own band (its inputs through its ops' gain)
-    cannot see that where its ops amplify. Unchanged where any use is not shown. Each
+    cannot see that where its ops amplify (dtype_context.beyond_gradient_sum applies it). Each
     gradient may hold the rounding of the narrowest dtype upstream (``upstream``, the
     forward's) at its magnitude, which its statistics need not show: its ``d`` is at least
     that."""
     forward = target.nodes.get(twin_name)
     rows: list[ParamRow] = module.comparison.rows if module.comparison is not None else []
     if forward is None or not forward.params or not rows:
-        return found
+        return {}
     slots = {  # the forward's input tensors, by what the dump shows of them
         stat_key(param): param.key
         for param in forward.params
@@ -355,7 +388,7 @@ def _judged_by_input_gradients(
         back_name = backward_twin(user.name)
         back = target.nodes.get(back_name) if back_name is not None else None
         if back is None or back.comparison is None:
-            return found  # a use whose gradient the dump does not show
+            return {}  # a use whose gradient the dump does not show
         handed = {t.key: (t, g) for t, g in _output_tensors(back.comparison.rows)}
         for key in slot_of:
             pair = handed.get("output" + key[len("input") :])
@@ -364,29 +397,24 @@ def _judged_by_input_gradients(
                 or not isinstance(pair[0].norm, float)
                 or numel_of(pair[0].shape) != numel[slot_of[key]]
             ):
-                return found  # not the gradient of what it read
+                return {}  # not the gradient of what it read
             d = statistics_difference(*pair)
             scale = magnitude(*pair)
             if d is None or scale <= 0.0:
-                return found
+                return {}
             held = d if d > upstream else upstream
             pieces.setdefault(slot_of[key], []).append((held, pair[0].norm, scale))
-    worst = 0.0
+    bands: dict[str, float] = {}
     for output, golden in _output_tensors(rows):
         terms = pieces.get("input" + output.key[len("output") :])
         if not terms or not isinstance(output.norm, float) or output.norm <= 0.0:
             continue
-        difference = statistics_difference(output, golden)
         scale = magnitude(output, golden)
-        if difference is None or scale <= 0.0:
+        if scale <= 0.0:
             continue
         roundoff = dtype_facts(output.dtype, golden.dtype)[1]
-        band = gradient_sum_band(terms, output.norm, scale, roundoff)
-        if difference > band and difference / band > worst:
-            worst = difference / band
-    if worst == 0.0:
-        return found
-    return replace(found, verdict=Verdict.ERROR, introduced=True, excess=worst)
+        bands[output.key] = gradient_sum_band(terms, output.norm, scale, roundoff)
+    return bands
 
 
 def _calls_inside(node: Node) -> list[Node]:

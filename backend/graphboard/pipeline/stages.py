@@ -27,7 +27,7 @@ from graphboard.graph.builder import DumpRecords, build_graph, read_records
 from graphboard.graph.model import GOLDEN_SIDE, TARGET_SIDE, Graph, Node
 from graphboard.overflow import check_overflow
 from graphboard.pipeline.options import BuildOptions, Task
-from graphboard.store import reference_table, writer
+from graphboard.store import reference_table, rule_context_table, writer
 from graphboard.store.sink import open_sink
 
 
@@ -153,6 +153,8 @@ def write_part(
         sink.finish_nodes()  # the compiled sink indexes meanwhile
         writer.write_summaries(sink, pairs)
         reference_table.write(sink, pairs[0][0])  # -nr only
+        for graph, _counterpart in pairs:  # the facts of each target's introducing nodes
+            rule_context_table.write(sink, graph)
         sink.close()
     except BaseException:
         sink.abandon()

@@ -285,12 +285,14 @@ def merge_part(conn: sqlite3.Connection, part: Path) -> None:
         conn.execute("BEGIN")
         for table in _COPIED_TABLES:
             conn.execute(f"INSERT INTO main.{table} SELECT * FROM part.{table}")
-        from graphboard.store import reference_table  # only a compare with -nr has the table
+        from graphboard.store import reference_table, rule_context_table
 
-        # tables only some parts have: a merged build's rank statistics, a -nr reference's
+        # tables only some parts have: a merged build's rank statistics, a -nr reference's,
+        # the dtype-aware facts of a compare's introducing nodes
         for table, ddl in (
             (rank_stats.TABLE, rank_stats.DDL),
             (reference_table.TABLE, reference_table.DDL),
+            (rule_context_table.TABLE, rule_context_table.DDL),
         ):
             _copy_optional_table(conn, table, ddl)
         conn.execute("COMMIT")

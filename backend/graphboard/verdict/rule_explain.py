@@ -8,6 +8,7 @@ from graphboard.compare.dtype_explain import explain_node
 from graphboard.compare.dtype_graph import forward_twin
 from graphboard.distributed.peer_verdicts import META_KEY, stored_peers
 from graphboard.graph.model import GOLDEN_SIDE
+from graphboard.store import rule_context_table
 from graphboard.store.reader import GraphKey, VisDb, graphs, node_data, summaries
 from graphboard.store.reference_table import reference_noise
 from graphboard.verdict.models import WorstMetricOut
@@ -45,6 +46,7 @@ def explain_stored(db: VisDb, key: GraphKey, name: str) -> NodeVerdict | None:
         reference_noise(db.conn, key.graph_id, name),
         twin_reference,
         stored_peers({META_KEY: graphs.meta(db).get(META_KEY)}, key.graph_id, name),
+        rule_context_table.read(db.conn, key.graph_id, name),
     )
 
 
