@@ -22,6 +22,7 @@ from graphboard.store.reader import GraphKey, open_vis_db, search
 from graphboard.verdict.rule_explain import explain_stored
 
 CARRIED, CORRUPTED = "Distributed.all_reduce.0.forward", "Distributed.all_reduce.1.forward"
+PRODUCER = "Torch.mul.0.forward"
 
 
 def _all_reduce(inputs: list[float], output: list[float]) -> dict[str, object]:
@@ -29,8 +30,11 @@ def _all_reduce(inputs: list[float], output: list[float]) -> dict[str, object]:
 
 
 def _dump(root: Path, peer_input: list[float], sums: list[float]) -> Path:
+    """Rank 1's input is made by a call before it (the target's 5% arises there), so the
+    collective reads it as a tensor the run made, not one entering from outside the dump."""
     dump = CommDump(root)
     own = [1.0, 2.0, 3.0, 4.0]
+    dump.add(1, PRODUCER, record([tensor([1.0] * 4)], {}, [tensor(peer_input)]))
     for rank, first in ((0, own), (1, peer_input)):
         dump.add(
             rank, CARRIED, _all_reduce(first, [a + b for a, b in zip(own, peer_input, strict=True)])

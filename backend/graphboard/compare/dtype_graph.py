@@ -158,6 +158,7 @@ def score_graph(
         if node.type is not NodeType.API_COLLECTION:
             twin_name = forward_twin(node.name)
             (forward if twin_name is None else backward).append((node, twin_name))
+    backward_starts = min((node.order for node, _twin in backward), default=len(target.nodes))
     upstream = 0.0  # the largest unit roundoff of the nodes judged so far
     allowed: dict[StatKey, float] = {}  # tensors a sensitive op's band widened, by stat_key
     # how each node was judged, to judge it again eagerly: (hidden, inside, upstream, entering)
@@ -193,8 +194,14 @@ def score_graph(
             # the saved inputs count as often as the derivative's condition makes them
             hidden = twin_hidden(api_name(node.name), twin)
             inside = _with_twin(inside, twin)
-        # a forward node's inputs no recorded node made (-nr: the reference measures them)
-        entering = made.entering(node) if twin_name is None and reference is None else None
+        # a forward node's inputs no recorded node made (-nr: the reference measures them);
+        # a forward call after the backward began (a gradient's all_reduce in a DDP hook)
+        # reads gradients the forward order has not met
+        entering = (
+            made.entering(node)
+            if twin_name is None and reference is None and node.order < backward_starts
+            else None
+        )
         contexts[node.name] = (hidden, inside, upstream, entering)
         found = _judged(
             node, mode, hidden, inside, allowed, upstream, False, reference, entering, kept
