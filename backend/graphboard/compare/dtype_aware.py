@@ -388,8 +388,9 @@ def judge_node(
                 entries.append((row, False, Verdict.PASS, difference, noise, why, False))
         else:
             measured = difference
+            identity = stat_key(target)  # the tensor, as the graph's maps name it
             if allowed_in:  # what a sensitive producer allowed this tensor, when larger
-                allowed = allowed_in.get(stat_key(target))
+                allowed = allowed_in.get(identity)
                 if allowed is not None and allowed > difference:
                     difference = allowed
             # a power's backward: the derivative reweights the incoming gradient, whose
@@ -399,7 +400,7 @@ def judge_node(
             if holds > held:
                 held = holds
             tensors.append((target, golden, difference, holds))
-            before = entering.get(stat_key(target)) if entering else None
+            before = entering.get(identity) if entering else None
             if target.role is Role.PARAMETERS and difference > MARGIN * roundoff:
                 # a weight is made by nothing the dump shows: beyond one rounding, it is
                 # this node's error

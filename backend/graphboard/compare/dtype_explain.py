@@ -62,9 +62,7 @@ def explain_node(
                 inside = Inside(spread=found.spread)
     rows = scored_rows(target, golden)
     if context is None:
-        return judge_node(
-            name, rows, judged_mode, hidden, inside=inside, reference=reference, peers=peers
-        )
+        context = RuleContext(hidden, inside=inside)  # the node's own records only
     found = judge_node(
         name,
         rows,

@@ -21,6 +21,7 @@ from graphboard.compare.dtype_graph import GraphVerdicts
 from graphboard.compare.noise_reference import NodeNoise, ReferenceNode
 from graphboard.dump.records import Param, Role
 from graphboard.graph.model import Graph
+from graphboard.store import schema
 from graphboard.store.param_table import dump_columns, has_non_finite, load_columns
 from graphboard.store.statements import Statements
 
@@ -125,12 +126,7 @@ def write(conn: Statements, graph: Graph) -> None:
 
 
 def has_table(conn: sqlite3.Connection) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
-        ).fetchone()
-        is not None
-    )
+    return schema.has_table(conn, TABLE)
 
 
 def reference_noise(conn: sqlite3.Connection, graph_id: str, name: str) -> NodeNoise | None:

@@ -15,6 +15,7 @@ import sqlite3
 from graphboard.compare.dtype_context import RuleContext
 from graphboard.compare.dtype_graph import GraphVerdicts
 from graphboard.graph.model import Graph
+from graphboard.store import schema
 from graphboard.store.statements import Statements
 
 TABLE = "gb_rule_context"
@@ -46,10 +47,7 @@ def write(conn: Statements, graph: Graph) -> None:
 
 def read(conn: sqlite3.Connection, graph_id: str, name: str) -> RuleContext | None:
     """The facts one node was judged with; None when the file or the node has none."""
-    exists = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
-    ).fetchone()
-    if exists is None:  # a file from before the table, or msprobe's
+    if not schema.has_table(conn, TABLE):  # a file from before the table, or msprobe's
         return None
     row = conn.execute(
         f"SELECT data FROM {TABLE} WHERE graph_id = ? AND node_name = ?", (graph_id, name)

@@ -153,6 +153,14 @@ CREATE TABLE IF NOT EXISTS gb_params (
 """
 
 
+def has_table(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether the file holds table ``name`` (an optional gb_* table: only some builds write it)."""
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return found is not None
+
+
 def create_tables(conn: sqlite3.Connection) -> None:
     conn.executescript(MSPROBE_TABLES + GRAPHBOARD_TABLES + ARRAYS_TABLE + PARAMS_TABLE)
 
